@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * capture.c - undo records and pre-images, taken before each mutation (see capture.h).
+ *
+ * Invariants relied on (DESIGN.md): 1 write-ahead (every record below is appended before
+ * the caller issues its syscall), 2 fail closed (every error is returned for the caller
+ * to refuse the call), 3 nothing lost (the pre-image is stored before the record that
+ * names it).  The captured set only ever grows after a record is durable in the file.
+ */
+#include "capture.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define REC_BUF (3 * PATH_MAX + 4096)
+#define COPY_BUF 16384
+#define XATTR_INLINE 4096
+
+/* Per-thread scratch: the re-entry guard guarantees one capture at a time per thread. */
+struct cap_tls {
+	uint8_t rec[REC_BUF];
+	char obj[PATH_MAX];
+	char tmp[PATH_MAX];
+	char lnk[PATH_MAX];
+};
+static __thread struct cap_tls tls __attribute__((tls_model("initial-exec")));
+
+static int in_journal_dir(const struct bbx_run *run, const char *path)
+{
+	return strncmp(path, run->dir, run->dirlen) == 0 &&
+	       (path[run->dirlen] == '/' || path[run->dirlen] == 0);
+}
+
+static int level_of(struct bbx_run *run, const struct stat *sb)
+{
+	return bbx_state_level(run->st, sb->st_dev, sb->st_ino);
+}
+
+static void raise_to(struct bbx_run *run, const struct stat *sb, int lvl)
+{
+	(void)bbx_state_raise(run->st, sb->st_dev, sb->st_ino, lvl);
+}
+
+static void begin(struct bbx_enc *e, int type, const char *op, const char *path)
+{
+	bbx_enc_begin(e, tls.rec, sizeof tls.rec, type);
+	bbx_enc_str(e, BBX_T_OP, op);
+	bbx_enc_str(e, BBX_T_PATH, path);
+}
+
+static void enc_stat(struct bbx_enc *e, const struct stat *sb)
+{
+	struct bbx_stat s;
+	bbx_stat_from(&s, sb);
+	bbx_enc_stat(e, &s);
+}
+
+/* DIRMETA: the parent directory's metadata, once per run, before its first entry change,
+ * so undo can put its mode and mtime back after restoring the entries. */
+static int cap_parent(struct bbx_run *run, const char *op, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return 0;
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+	if (n >= sizeof tls.tmp)
+		return -ENAMETOOLONG;
+	memcpy(tls.tmp, path, n);
+	tls.tmp[n] = 0;
+	struct stat sb;
+	if (lstat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		return 0; /* the call itself will fail */
+	if (level_of(run, &sb) >= BBX_LVL_CONTENT)
+		return 0;
+	struct bbx_enc e;
+	begin(&e, BBX_REC_DIRMETA, op, tls.tmp);
+	enc_stat(&e, &sb);
+	int rc = bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+	if (rc == 0)
+		raise_to(run, &sb, BBX_LVL_CONTENT);
+	return rc;
+}
+
+/* Copies srcfd's content into a new object; reflinks where the filesystem can. */
+static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, uint64_t size, int *how)
+{
+	int rc = bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj);
+	if (rc)
+		return rc;
+	int out = open(tls.obj, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0)
+		return -errno;
+	if (ioctl(out, FICLONE, srcfd) == 0) {
+		*how = BBX_HOW_REFLINK;
+		close(out);
+		return 0;
+	}
+	*how = BBX_HOW_COPY;
+	off_t in_off = 0, out_off = 0;
+	uint64_t left = size;
+	int use_cfr = 1;
+	while (left > 0 || !use_cfr) {
+		ssize_t n;
+		if (use_cfr) {
+			n = bbx_sys.copy_file_range(srcfd, &in_off, out, &out_off,
+						    left > (1u << 30) ? (1u << 30) : left, 0);
+			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+				      errno == EOPNOTSUPP)) {
+				use_cfr = 0;
+				continue;
+			}
+			if (n == 0)
+				break; /* file shrank under us: what is there is the pre-image */
+		} else {
+			char buf[COPY_BUF];
+			n = pread(srcfd, buf, sizeof buf, in_off);
+			if (n > 0) {
+				ssize_t w = bbx_sys.write(out, buf, (size_t)n);
+				if (w != n) {
+					n = w < 0 ? -1 : (errno = ENOSPC, -1);
+				} else {
+					in_off += n;
+					out_off += n;
+				}
+			}
+			if (n == 0)
+				break; /* end of file (also covers growth while copying) */
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			goto fail;
+		}
+		if (use_cfr)
+			left -= (uint64_t)n;
+	}
+	if (close(out) < 0) {
+		rc = -errno;
+		out = -1;
+		goto fail;
+	}
+	return 0;
+fail:
+	if (out >= 0)
+		close(out);
+	unlink(tls.obj);
+	return rc;
+}
+
+/* PRESERVE of an existing regular file's content (O_TRUNC, in-place write, shrink). */
+static int preserve_content(struct bbx_run *run, const char *op, const char *path, int fd,
+			    const struct stat *sb)
+{
+	int src = fd, rc;
+	if (src < 0 || (fcntl(src, F_GETFL) & O_ACCMODE) == O_WRONLY) {
+		/* Read through a fresh descriptor: the caller's may be write-only. */
+		if (fd >= 0) {
+			char fdp[64];
+			snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+			src = open(fdp, O_RDONLY | O_CLOEXEC);
+		} else {
+			src = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		}
+		if (src < 0)
+			return -errno; /* cannot read what we would destroy: refuse */
+	}
+	uint64_t seq = bbx_state_next_seq(run->st);
+	int how;
+	rc = preserve_copy(run, seq, src, (uint64_t)sb->st_size, &how);
+	if (src != fd)
+		close(src);
+	if (rc)
+		return rc;
+	struct bbx_enc e;
+	begin(&e, BBX_REC_PRESERVE, op, path);
+	bbx_enc_u32(&e, BBX_T_KIND, BBX_KIND_FILE);
+	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
+	char name[24];
+	snprintf(name, sizeof name, "%llu", (unsigned long long)seq);
+	bbx_enc_str(&e, BBX_T_OBJECT, name);
+	enc_stat(&e, sb);
+	rc = bbx_run_emit(run, &e, seq);
+	if (rc) {
+		bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj);
+		unlink(tls.obj);
+		return rc;
+	}
+	raise_to(run, sb, BBX_LVL_CONTENT);
+	return 0;
+}
+
+/* SIZE: the original length, enough to undo growth and appends. */
+static int record_size(struct bbx_run *run, const char *op, const char *path,
+		       const struct stat *sb)
+{
+	struct bbx_enc e;
+	begin(&e, BBX_REC_SIZE, op, path);
+	bbx_enc_u64(&e, BBX_T_SIZE, (uint64_t)sb->st_size);
+	enc_stat(&e, sb);
+	int rc = bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+	if (rc == 0)
+		/* An empty file's whole content is its length: that is a full pre-image. */
+		raise_to(run, sb, sb->st_size == 0 ? BBX_LVL_CONTENT : BBX_LVL_SIZE);
+	return rc;
+}
+
+int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int kind,
+		   uint32_t mode, const char *target, struct bbx_pending *pend)
+{
+	pend->seq = 0;
+	if (in_journal_dir(run, path))
+		return -EACCES;
+	int rc = kind == BBX_KIND_ANON ? 0 : cap_parent(run, op, path);
+	if (rc)
+		return rc;
+	struct bbx_enc e;
+	begin(&e, BBX_REC_CREATE, op, path);
+	bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)kind);
+	bbx_enc_u32(&e, BBX_T_FLAGS, mode);
+	if (target && kind == BBX_KIND_SYMLINK)
+		bbx_enc_bytes(&e, BBX_T_TARGET, target, strlen(target));
+	else if (target)
+		bbx_enc_str(&e, BBX_T_PATH2, target);
+	uint64_t seq = bbx_state_next_seq(run->st);
+	rc = bbx_run_emit(run, &e, seq);
+	if (rc)
+		return rc;
+	pend->seq = seq;
+	pend->kind = kind;
+	pend->path = path;
+	return 0;
+}
+
+void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend, long ret,
+		  int err, int fd)
+{
+	if (!pend->seq)
+		return;
+	struct stat sb;
+	int have = 0;
+	if (ret >= 0 && pend->kind != BBX_KIND_ANON)
+		have = (fd >= 0 ? fstat(fd, &sb) : lstat(pend->path, &sb)) == 0;
+	struct bbx_enc e;
+	begin(&e, BBX_REC_RESULT, op, pend->path);
+	bbx_enc_u64(&e, BBX_T_REF, pend->seq);
+	bbx_enc_i64(&e, BBX_T_RET, ret);
+	bbx_enc_u32(&e, BBX_T_ERR, (uint32_t)(ret < 0 ? err : 0));
+	if (have) {
+		bbx_enc_u64(&e, BBX_T_DEV, sb.st_dev);
+		bbx_enc_u64(&e, BBX_T_INO, sb.st_ino);
+	}
+	/* A lost RESULT only makes undo more careful (it then checks birth time), so an
+	 * error here does not undo the call that already happened. */
+	if (bbx_run_emit(run, &e, bbx_state_next_seq(run->st)) == 0 && have &&
+	    pend->kind != BBX_KIND_HARDLINK)
+		raise_to(run, &sb, BBX_LVL_CREATED);
+	pend->seq = 0;
+}
+
+/* Where O_CREAT through a dangling symlink will create the file. */
+static int follow_dangling(const char *path, char *out, size_t cap)
+{
+	char cur[PATH_MAX];
+	snprintf(cur, sizeof cur, "%s", path);
+	for (int hops = 0; hops < 40; hops++) {
+		ssize_t n = readlink(cur, tls.lnk, sizeof tls.lnk - 1);
+		if (n < 0) {
+			if (errno != EINVAL && errno != ENOENT)
+				return -errno;
+			break; /* not a symlink (or absent): cur is the name to be created */
+		}
+		tls.lnk[n] = 0;
+		if (tls.lnk[0] == '/') {
+			snprintf(cur, sizeof cur, "%s", tls.lnk);
+		} else {
+			char *slash = strrchr(cur, '/');
+			size_t dl = slash ? (size_t)(slash - cur) : 0;
+			if (dl + 1 + (size_t)n + 1 > sizeof cur)
+				return -ENAMETOOLONG;
+			memmove(cur + dl + 1, tls.lnk, (size_t)n + 1);
+			cur[dl] = '/';
+		}
+	}
+	int m = snprintf(out, cap, "%s", cur);
+	return m < 0 || (size_t)m >= cap ? -ENAMETOOLONG : 0;
+}
+
+int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int oflags,
+		 uint32_t mode, char *resolved, struct bbx_pending *pend)
+{
+	pend->seq = 0;
+	int acc = oflags & O_ACCMODE;
+	int writes = acc != O_RDONLY || (oflags & O_TRUNC);
+	if (!writes && !(oflags & O_CREAT))
+		return 0;
+	if ((oflags & O_TMPFILE) == O_TMPFILE)
+		return 0; /* unnamed until linkat(), which is captured then */
+	if (in_journal_dir(run, path))
+		return -EACCES;
+	struct stat sb;
+	int rc = (oflags & O_NOFOLLOW) ? lstat(path, &sb) : stat(path, &sb);
+	if (rc < 0) {
+		if (errno != ENOENT || !(oflags & O_CREAT))
+			return 0; /* the call fails the same way */
+		const char *target = path;
+		if (!(oflags & (O_EXCL | O_NOFOLLOW))) {
+			rc = follow_dangling(path, resolved, PATH_MAX);
+			if (rc)
+				return rc;
+			target = resolved;
+			if (in_journal_dir(run, target))
+				return -EACCES;
+		}
+		if (target != resolved)
+			snprintf(resolved, PATH_MAX, "%s", target);
+		return bbx_cap_create(run, op, resolved, BBX_KIND_FILE, mode, NULL, pend);
+	}
+	if ((oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		return 0; /* EEXIST */
+	if (!S_ISREG(sb.st_mode) || !writes)
+		return 0; /* devices, fifos, ttys: nothing an undo could restore */
+	int lvl = level_of(run, &sb);
+	if ((oflags & O_TRUNC) || !(oflags & O_APPEND)) {
+		if (lvl >= BBX_LVL_CONTENT)
+			return 0;
+		if (sb.st_size == 0)
+			return record_size(run, op, path, &sb);
+		return preserve_content(run, op, path, -1, &sb);
+	}
+	if (lvl >= BBX_LVL_SIZE)
+		return 0;
+	return record_size(run, op, path, &sb);
+}
+
+/* PRESERVE of a name about to disappear (unlink, rename-over) or RMDIR. */
+int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
+{
+	if (in_journal_dir(run, path))
+		return -EACCES;
+	struct stat sb;
+	if (lstat(path, &sb) < 0)
+		return 0;
+	int rc = cap_parent(run, op, path);
+	if (rc)
+		return rc;
+	struct bbx_enc e;
+	uint64_t seq = bbx_state_next_seq(run->st);
+	if (S_ISDIR(sb.st_mode)) {
+		begin(&e, BBX_REC_RMDIR, op, path);
+		enc_stat(&e, &sb);
+		return bbx_run_emit(run, &e, seq);
+	}
+	begin(&e, BBX_REC_PRESERVE, op, path);
+	bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sb.st_mode));
+	int how = BBX_HOW_INLINE, lvl = level_of(run, &sb);
+	if (S_ISREG(sb.st_mode)) {
+		if (lvl == BBX_LVL_CREATED && sb.st_nlink == 1) {
+			how = BBX_HOW_NONE; /* undo removes it anyway */
+		} else {
+			/* Keep the inode itself: O(1), and undo gets the same inode back, with its
+			 * other hard links, xattrs and times. */
+			if ((rc = bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj)))
+				return rc;
+			if (bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0) == 0) {
+				how = BBX_HOW_LINK;
+			} else if (errno == EXDEV || errno == EPERM || errno == EMLINK) {
+				int src = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+				if (src < 0)
+					return -errno;
+				rc = preserve_copy(run, seq, src, (uint64_t)sb.st_size, &how);
+				close(src);
+				if (rc)
+					return rc;
+			} else {
+				return -errno;
+			}
+			char name[24];
+			snprintf(name, sizeof name, "%llu", (unsigned long long)seq);
+			bbx_enc_str(&e, BBX_T_OBJECT, name);
+		}
+	} else if (S_ISLNK(sb.st_mode)) {
+		ssize_t n = readlink(path, tls.lnk, sizeof tls.lnk);
+		if (n < 0)
+			return -errno;
+		bbx_enc_bytes(&e, BBX_T_TARGET, tls.lnk, (size_t)n);
+	}
+	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
+	enc_stat(&e, &sb);
+	rc = bbx_run_emit(run, &e, seq);
+	if (rc && (how == BBX_HOW_LINK || how == BBX_HOW_COPY || how == BBX_HOW_REFLINK))
+		unlink(tls.obj);
+	if (rc == 0 && how == BBX_HOW_NONE)
+		bbx_state_forget(run->st, sb.st_dev, sb.st_ino);
+	return rc;
+}
+
+int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const char *to,
+		   unsigned flags)
+{
+	if (in_journal_dir(run, from) || in_journal_dir(run, to))
+		return -EACCES;
+	struct stat sf, st;
+	if (lstat(from, &sf) < 0)
+		return 0;
+	int rc = cap_parent(run, op, from);
+	if (!rc)
+		rc = cap_parent(run, op, to);
+	if (rc)
+		return rc;
+	int to_exists = lstat(to, &st) == 0;
+	if (to_exists && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) &&
+	    !(st.st_dev == sf.st_dev && st.st_ino == sf.st_ino)) {
+		if ((rc = bbx_cap_remove(run, op, to)))
+			return rc;
+	}
+	struct bbx_enc e;
+	begin(&e, BBX_REC_RENAME, op, from);
+	bbx_enc_str(&e, BBX_T_PATH2, to);
+	bbx_enc_u32(&e, BBX_T_FLAGS, flags);
+	bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sf.st_mode));
+	bbx_enc_u64(&e, BBX_T_DEV, sf.st_dev);
+	bbx_enc_u64(&e, BBX_T_INO, sf.st_ino);
+	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+}
+
+int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd,
+		   int64_t newlen, int punch)
+{
+	struct stat sb;
+	if ((fd >= 0 ? fstat(fd, &sb) : stat(path, &sb)) < 0 || !S_ISREG(sb.st_mode))
+		return 0;
+	int destroys = punch || newlen < (int64_t)sb.st_size;
+	if (sb.st_nlink == 0)
+		return 0; /* already unlinked: no name an undo could restore */
+	if (fd >= 0) {
+		int rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp);
+		if (rc)
+			return rc;
+		path = tls.tmp;
+	}
+	if (in_journal_dir(run, path))
+		return -EACCES;
+	int lvl = level_of(run, &sb);
+	if (lvl >= BBX_LVL_CONTENT)
+		return 0;
+	if (!destroys || sb.st_size == 0)
+		return lvl >= BBX_LVL_SIZE ? 0 : record_size(run, op, path, &sb);
+	return preserve_content(run, op, path, fd, &sb);
+}
+
+int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_nlink == 0)
+		return 0;
+	int lvl = level_of(run, &sb);
+	if (lvl >= BBX_LVL_CONTENT)
+		return 0;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && (fl & O_APPEND) && lvl >= BBX_LVL_SIZE)
+		return 0;
+	int rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp);
+	if (rc)
+		return rc;
+	if (in_journal_dir(run, tls.tmp))
+		return -EACCES;
+	if (fl >= 0 && (fl & O_APPEND))
+		return record_size(run, op, tls.tmp, &sb);
+	return sb.st_size == 0 ? record_size(run, op, tls.tmp, &sb)
+			       : preserve_content(run, op, tls.tmp, fd, &sb);
+}
+
+int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, uint32_t mask,
+		 const char *xname)
+{
+	struct stat sb;
+	int rc;
+	if (fd >= 0) {
+		if (fstat(fd, &sb) < 0)
+			return 0;
+		if ((rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp)))
+			return rc;
+		path = tls.tmp;
+	} else if (((mask & BBX_META_NOFOLLOW) ? lstat(path, &sb) : stat(path, &sb)) < 0) {
+		return 0;
+	}
+	if (in_journal_dir(run, path))
+		return -EACCES;
+	struct bbx_enc e;
+	begin(&e, BBX_REC_META, op, path);
+	bbx_enc_u32(&e, BBX_T_MASK, mask);
+	enc_stat(&e, &sb);
+	void *big = NULL;
+	size_t bigsz = 0;
+	if ((mask & BBX_META_XATTR) && xname) {
+		bbx_enc_str(&e, BBX_T_XNAME, xname);
+		char small[XATTR_INLINE];
+		ssize_t n;
+		if (fd >= 0)
+			n = fgetxattr(fd, xname, small, sizeof small);
+		else if (mask & BBX_META_NOFOLLOW)
+			n = lgetxattr(path, xname, small, sizeof small);
+		else
+			n = getxattr(path, xname, small, sizeof small);
+		if (n < 0 && errno == ERANGE) {
+			bigsz = 65536;
+			big = mmap(NULL, bigsz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				   -1, 0);
+			if (big == MAP_FAILED)
+				return -ENOMEM;
+			if (fd >= 0)
+				n = fgetxattr(fd, xname, big, bigsz);
+			else if (mask & BBX_META_NOFOLLOW)
+				n = lgetxattr(path, xname, big, bigsz);
+			else
+				n = getxattr(path, xname, big, bigsz);
+		}
+		if (n >= 0) {
+			bbx_enc_bytes(&e, BBX_T_XVALUE, big ? big : small, (size_t)n);
+		} else if (errno != ENODATA && errno != ENOTSUP) {
+			rc = -errno;
+			goto out;
+		}
+	}
+	rc = bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+out:
+	if (big)
+		munmap(big, bigsz);
+	return rc;
+}
+
+int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
+		 uint64_t *seq)
+{
+	size_t need = PATH_MAX * 2 + 1024;
+	for (size_t i = 0; argv && argv[i]; i++)
+		need += strlen(argv[i]) + 1;
+	/* Large argv (up to ARG_MAX) does not fit the thread buffer: map one (no malloc,
+	 * this may run in a vfork child). */
+	void *buf = tls.rec;
+	size_t cap = sizeof tls.rec;
+	if (need > cap) {
+		cap = need;
+		buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			return -ENOMEM;
+	}
+	struct bbx_enc e;
+	bbx_enc_begin(&e, buf, cap, BBX_REC_EXEC);
+	bbx_enc_str(&e, BBX_T_OP, op);
+	bbx_enc_str(&e, BBX_T_EXE, exe);
+	char cwd[PATH_MAX];
+	if (getcwd(cwd, sizeof cwd))
+		bbx_enc_str(&e, BBX_T_CWD, cwd);
+	/* The argv strings, NUL-separated, encoded as one field without a copy. */
+	size_t total = 0;
+	for (size_t i = 0; argv && argv[i]; i++)
+		total += strlen(argv[i]) + 1;
+	if (!e.err && e.len + 6 + total + BBX_REC_TRAILER_LEN <= e.cap) {
+		uint8_t *p = e.buf + e.len;
+		p[0] = (uint8_t)BBX_T_ARGV;
+		p[1] = (uint8_t)(BBX_T_ARGV >> 8);
+		for (int i = 0; i < 4; i++)
+			p[2 + i] = (uint8_t)(total >> (8 * i));
+		p += 6;
+		for (size_t i = 0; argv && argv[i]; i++) {
+			size_t l = strlen(argv[i]) + 1;
+			memcpy(p, argv[i], l);
+			p += l;
+		}
+		e.len += 6 + total;
+	} else {
+		e.err = -E2BIG;
+	}
+	*seq = bbx_state_next_seq(run->st);
+	int rc = bbx_run_emit(run, &e, *seq);
+	if (buf != tls.rec)
+		munmap(buf, cap);
+	return rc;
+}
+
+int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err)
+{
+	struct bbx_enc e;
+	begin(&e, BBX_REC_RESULT, op, NULL);
+	bbx_enc_u64(&e, BBX_T_REF, ref);
+	bbx_enc_i64(&e, BBX_T_RET, ret);
+	bbx_enc_u32(&e, BBX_T_ERR, (uint32_t)(ret < 0 ? err : 0));
+	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+}
+
+int bbx_cap_note(struct bbx_run *run, const char *op, const char *path, const char *text)
+{
+	struct bbx_enc e;
+	begin(&e, BBX_REC_NOTE, op, path);
+	bbx_enc_str(&e, BBX_T_TEXT, text);
+	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+}
+
+int bbx_path_fd(int fd, char *out, size_t cap)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(p, out, cap - 1);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= cap - 1)
+		return -ENAMETOOLONG;
+	out[n] = 0;
+	return out[0] == '/' ? 0 : -EBADF; /* sockets, pipes, anon inodes */
+}
+
+int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
+{
+	size_t len = 0;
+	if (!path)
+		return -EFAULT;
+	if (path[0] != '/') {
+		int rc = 0;
+		if (dirfd == AT_FDCWD) {
+			if (!getcwd(out, cap))
+				rc = -errno;
+		} else {
+			rc = bbx_path_fd(dirfd, out, cap);
+		}
+		if (rc)
+			return rc;
+		len = strlen(out);
+	}
+	/* Append path component by component, dropping "" and "." components. */
+	const char *s = path;
+	while (*s) {
+		while (*s == '/')
+			s++;
+		const char *c = s;
+		while (*s && *s != '/')
+			s++;
+		size_t cl = (size_t)(s - c);
+		if (cl == 0 || (cl == 1 && c[0] == '.'))
+			continue;
+		if (len > 0 && out[len - 1] == '/')
+			len--;
+		if (len + 1 + cl + 1 > cap)
+			return -ENAMETOOLONG;
+		out[len++] = '/';
+		memcpy(out + len, c, cl);
+		len += cl;
+	}
+	if (len == 0)
+		out[len++] = '/';
+	out[len] = 0;
+	return 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * capture.h - what each mutation records before it happens (DESIGN.md, capture rules).
+ *
+ * Shared by the shim's wrappers and by bbx-undo (whose own changes are journaled the
+ * same way, invariant 3).  Every function is called BEFORE the mutating call with an
+ * absolute path, writes the undo record (and the pre-image it needs) and returns 0, or
+ * returns -errno when that was impossible: the caller must then refuse the mutation
+ * with that errno (invariant 2).  A target that does not exist, or a call that will
+ * fail anyway, is not an error: nothing is recorded and 0 is returned.
+ *
+ * Allocation-free and lock-free; record buffers live in thread-local storage, which the
+ * shim's re-entry guard keeps from being used twice at once on one thread.
+ */
+#ifndef BBX_CAPTURE_H
+#define BBX_CAPTURE_H
+
+#include "run.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A creation in flight: filled by a bbx_cap_* call, completed by bbx_cap_done(). */
+struct bbx_pending {
+	uint64_t seq;     /* 0 = nothing pending */
+	int kind;
+	const char *path; /* points into the caller's buffer */
+};
+
+/* Before creating path (mkdir, mknod, mkfifo, symlink, link, mkstemp).  kind is a
+ * BBX_KIND_*; target is the symlink content or the link source (may be NULL). */
+int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int kind,
+		   uint32_t mode, const char *target, struct bbx_pending *pend);
+/* After the call of a pending creation: RESULT with the outcome and the new inode (from
+ * fd if >= 0, else lstat of the path).  The inode joins the captured set as created. */
+void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend, long ret,
+		  int err, int fd);
+
+/* Before open()/fopen()/creat() of path with oflags.  May set up a pending creation
+ * (O_CREAT of a missing name); pend->path then points into resolved (PATH_MAX). */
+int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int oflags,
+		 uint32_t mode, char *resolved, struct bbx_pending *pend);
+
+/* Before unlink/remove/rmdir of path, or before path is replaced by a rename. */
+int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path);
+
+/* Before rename(from, to) with renameat2 flags. */
+int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const char *to,
+		   unsigned flags);
+
+/* Before a size change of path (fd < 0) or of fd to newlen.  punch: data is lost
+ * whatever the length (hole punch, zero/collapse/insert range).  A shrink preserves
+ * the content; growth only records the original length. */
+int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd,
+		   int64_t newlen, int punch);
+
+/* Before data is written into fd by a call that bypasses open-time capture
+ * (copy_file_range, sendfile into a descriptor the run did not open). */
+int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd);
+
+/* Before chmod/chown/utimes/xattr changes of path (fd < 0) or fd.  mask is
+ * BBX_META_*; xname the attribute for BBX_META_XATTR. */
+int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, uint32_t mask,
+		 const char *xname);
+
+/* Before an exec: the program, its argv and cwd.  Returns the record's seq via *seq. */
+int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
+		 uint64_t *seq);
+/* A RESULT for any earlier record (exec failure, forensic outcome). */
+int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err);
+/* A NOTE record with free text. */
+int bbx_cap_note(struct bbx_run *run, const char *op, const char *path, const char *text);
+
+/* Builds an absolute path: path itself if absolute, else relative to dirfd (AT_FDCWD:
+ * the cwd).  "." components and repeated slashes are dropped; ".." is kept (the kernel
+ * resolves it the same way at undo time, since backward replay restores the tree it
+ * walked).  Returns 0 or -errno. */
+int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap);
+/* Path of an open descriptor via /proc/self/fd.  Returns 0 or -errno. */
+int bbx_path_fd(int fd, char *out, size_t cap);
+
+#endif

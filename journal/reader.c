@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT
+ * reader.c - journal iteration with torn-tail and damage handling (see reader.h). */
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int bbx_reader_open(struct bbx_reader *r, const char *path)
+{
+	memset(r, 0, sizeof *r);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	int rc = 0;
+	if (fstat(fd, &sb) < 0) {
+		rc = -errno;
+	} else if (sb.st_size > 0) {
+		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m == MAP_FAILED)
+			rc = -errno;
+		else {
+			r->map = m;
+			r->size = (size_t)sb.st_size;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+void bbx_reader_init_mem(struct bbx_reader *r, const void *buf, size_t size)
+{
+	memset(r, 0, sizeof *r);
+	r->map = buf;
+	r->size = size;
+}
+
+void bbx_reader_close(struct bbx_reader *r)
+{
+	if (r->map && r->size)
+		munmap((void *)r->map, r->size);
+	r->map = NULL;
+}
+
+/* After damage at off, the next offset at which a complete valid record starts. */
+static size_t resync(const struct bbx_reader *r, size_t off, struct bbx_rec *tmp)
+{
+	for (size_t o = off + 1; o + 4 <= r->size; o++) {
+		if (r->map[o] != 'B' || r->map[o + 1] != 'B' || r->map[o + 2] != 'X' ||
+		    r->map[o + 3] != '1')
+			continue;
+		if (bbx_rec_decode(r->map + o, r->size - o, tmp) == 0)
+			return o;
+	}
+	return r->size;
+}
+
+int bbx_reader_next(struct bbx_reader *r, struct bbx_rec *out, size_t *rec_off)
+{
+	while (r->off < r->size) {
+		size_t avail = r->size - r->off;
+		int rc = bbx_rec_decode(r->map + r->off, avail, out);
+		if (rc == 0) {
+			if (rec_off)
+				*rec_off = r->off;
+			r->off += out->len;
+			return BBX_READ_OK;
+		}
+		size_t next = resync(r, r->off, out);
+		if (next >= r->size) {
+			/* Nothing valid follows: the damage is the tail of the log. */
+			r->torn_off = r->off;
+			r->torn_len = avail;
+			r->off = r->size;
+			return BBX_READ_TORN;
+		}
+		r->bad_ranges++;
+		r->bad_bytes += next - r->off;
+		r->off = next;
+	}
+	return BBX_READ_END;
+}
+
+int bbx_reader_index(struct bbx_reader *r, size_t **offs, size_t *count)
+{
+	size_t cap = 1024, n = 0, off;
+	size_t *v = malloc(cap * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	struct bbx_rec rec;
+	while (bbx_reader_next(r, &rec, &off) == BBX_READ_OK) {
+		if (n == cap) {
+			size_t *nv = realloc(v, 2 * cap * sizeof *v);
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap *= 2;
+		}
+		v[n++] = off;
+	}
+	*offs = v;
+	*count = n;
+	return 0;
+}

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT
+ * run.c - journal directories (see run.h). */
+#include "run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+static int mkdir_p(char *path, mode_t mode)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		int rc = mkdir(path, mode);
+		*p = '/';
+		if (rc < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int bbx_run_state_dir(char *out, size_t cap)
+{
+	const char *s = getenv("BBX_STATE_DIR");
+	int n;
+	if (s && *s)
+		n = snprintf(out, cap, "%s", s);
+	else if ((s = getenv("XDG_STATE_HOME")) && *s == '/')
+		n = snprintf(out, cap, "%s/bbx/runs", s);
+	else if ((s = getenv("HOME")) && *s == '/')
+		n = snprintf(out, cap, "%s/.local/state/bbx/runs", s);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(text);
+	ssize_t w = write(fd, text, n);
+	int rc = w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
+	close(fd);
+	return rc;
+}
+
+int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta, int nolatest,
+		   char *out, size_t cap)
+{
+	char base[PATH_MAX], p[PATH_MAX + 32];
+	int rc, n;
+	char id[96];
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	unsigned rnd = 0;
+	if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != sizeof rnd)
+		rnd = (unsigned)ts.tv_nsec ^ (unsigned)getpid();
+	n = snprintf(id, sizeof id, "%04d%02d%02dT%02d%02d%02dZ-%d-%04x", tm.tm_year + 1900,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)getpid(),
+		     rnd & 0xffff);
+	if (dir) {
+		n = snprintf(out, cap, "%s", dir);
+		if (n < 0 || (size_t)n >= cap)
+			return -ENAMETOOLONG;
+		snprintf(base, sizeof base, "%s", dir);
+		if ((rc = mkdir_p(base, 0700)))
+			return rc;
+		snprintf(p, sizeof p, "%s/journal", dir);
+		if (access(p, F_OK) == 0)
+			return -EEXIST;
+	} else {
+		if ((rc = bbx_run_state_dir(base, sizeof base)))
+			return rc;
+		if ((rc = mkdir_p(base, 0700)))
+			return rc;
+		n = snprintf(out, cap, "%s/%s", base, id);
+		if (n < 0 || (size_t)n >= cap)
+			return -ENAMETOOLONG;
+		if (mkdir(out, 0700) < 0)
+			return -errno;
+	}
+	snprintf(p, sizeof p, "%s/objects", out);
+	if (mkdir(p, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(p, sizeof p, "%s/state", out);
+	if ((rc = bbx_state_create(p)))
+		return rc;
+
+	char cwd[PATH_MAX] = "?";
+	if (!getcwd(cwd, sizeof cwd))
+		strcpy(cwd, "?");
+	struct utsname u;
+	if (uname(&u) < 0)
+		strcpy(u.nodename, "?");
+	char meta[3 * PATH_MAX + 512];
+	char when[64];
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	n = snprintf(meta, sizeof meta,
+		     "format=bbx-journal 1\nrun=%s\nstart=%s\nstart_ns=%lld\nuid=%u\nhost=%s\ncwd=%s\n"
+		     "command=%s\n%s",
+		     id, when, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, (unsigned)getuid(),
+		     u.nodename, cwd, cmdline ? cmdline : "", extra_meta ? extra_meta : "");
+	if (n < 0 || (size_t)n >= sizeof meta)
+		return -ENAMETOOLONG;
+	snprintf(p, sizeof p, "%s/meta", out);
+	if ((rc = write_file(p, meta)))
+		return rc;
+	/* The journal last: its presence means the directory is complete. */
+	snprintf(p, sizeof p, "%s/journal", out);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+
+	if (!dir && !nolatest) {
+		char tmp[PATH_MAX + 64], lnk[PATH_MAX + 16];
+		snprintf(tmp, sizeof tmp, "%s/.latest.%d", base, (int)getpid());
+		snprintf(lnk, sizeof lnk, "%s/latest", base);
+		unlink(tmp);
+		if (symlink(id, tmp) < 0 || rename(tmp, lnk) < 0) {
+			rc = -errno;
+			unlink(tmp);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int bbx_run_open(struct bbx_run *run, const char *dir)
+{
+	memset(run, 0, sizeof *run);
+	int n = snprintf(run->dir, sizeof run->dir, "%s", dir);
+	if (n < 0 || (size_t)n >= sizeof run->dir - 32)
+		return -ENAMETOOLONG;
+	run->dirlen = (size_t)n;
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/state", dir);
+	int rc = bbx_state_map(p, &run->st);
+	if (rc)
+		return rc;
+	rc = bbx_writer_open(&run->w, dir);
+	if (rc) {
+		bbx_state_unmap(run->st);
+		run->st = NULL;
+	}
+	return rc;
+}
+
+void bbx_run_close(struct bbx_run *run)
+{
+	bbx_writer_close(&run->w);
+	bbx_state_unmap(run->st);
+	run->st = NULL;
+}
+
+int bbx_run_resolve(const char *arg, char *out, size_t cap)
+{
+	char p[PATH_MAX + 16];
+	if (arg && strcmp(arg, "latest") != 0) {
+		if (!realpath(arg, out))
+			return -errno;
+	} else {
+		char base[PATH_MAX];
+		int rc = bbx_run_state_dir(base, sizeof base);
+		if (rc)
+			return rc;
+		snprintf(p, sizeof p, "%s/latest", base);
+		if (!realpath(p, out))
+			return -errno;
+	}
+	(void)cap;
+	snprintf(p, sizeof p, "%s/journal", out);
+	if (access(p, F_OK) < 0)
+		return -ENOENT;
+	return 0;
+}
+
+int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
+{
+	struct timespec rt, mono;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	struct bbx_rec_hdr h = {
+		.seq = seq,
+		.realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec,
+		.mono_ns = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec,
+		.pid = getpid(),
+		.ppid = getppid(),
+		.uid = getuid(),
+	};
+	long len = bbx_enc_finish(e, &h);
+	if (len < 0)
+		return (int)len;
+	return bbx_writer_append(&run->w, e->buf, (size_t)len);
+}
+
+int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s/objects/%llu", run->dir, (unsigned long long)seq);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int bbx_run_meta_append(const char *dir, const char *key, const char *value)
+{
+	char p[PATH_MAX + 16], line[PATH_MAX + 256];
+	snprintf(p, sizeof p, "%s/meta", dir);
+	int n = snprintf(line, sizeof line, "%s=%s\n", key, value);
+	if (n < 0 || (size_t)n >= sizeof line)
+		return -ENAMETOOLONG;
+	int fd = open(p, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = write(fd, line, (size_t)n);
+	int rc = w == n ? 0 : (w < 0 ? -errno : -EIO);
+	close(fd);
+	return rc;
+}
+
+int bbx_run_meta_get(const char *dir, const char *key, char *out, size_t cap)
+{
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/meta", dir);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return -errno;
+	char *line = NULL;
+	size_t lcap = 0, klen = strlen(key);
+	int rc = -ENOENT;
+	ssize_t n;
+	/* The last occurrence wins: meta is appended to as the run progresses. */
+	while ((n = getline(&line, &lcap, f)) > 0) {
+		if ((size_t)n > klen && strncmp(line, key, klen) == 0 && line[klen] == '=') {
+			if (line[n - 1] == '\n')
+				line[n - 1] = 0;
+			snprintf(out, cap, "%s", line + klen + 1);
+			rc = 0;
+		}
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}

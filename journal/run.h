@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * run.h - a run's journal directory: creation, opening, and emitting records.
+ *
+ *   DIR/journal   append-only records          DIR/objects/  pre-images, one per seq
+ *   DIR/state     shared seq + captured set    DIR/meta      key=value facts of the run
+ *
+ * Runs made without an explicit directory live under the state directory
+ * ($BBX_STATE_DIR, else $XDG_STATE_HOME/bbx/runs, else ~/.local/state/bbx/runs) with a
+ * `latest` symlink naming the newest.
+ */
+#ifndef BBX_RUN_H
+#define BBX_RUN_H
+
+#include "record.h"
+#include "state.h"
+#include "writer.h"
+
+#include <limits.h>
+#include <stdint.h>
+
+struct bbx_run {
+	char dir[PATH_MAX];
+	size_t dirlen;
+	struct bbx_writer w;
+	struct bbx_state *st;
+};
+
+/* The default state directory into out.  Returns 0 or -ENAMETOOLONG/-ENOENT. */
+int bbx_run_state_dir(char *out, size_t cap);
+
+/* Creates a new journal directory.  If dir is NULL a fresh one is made under the state
+ * directory and `latest` is pointed at it (unless nolatest).  An existing dir must be
+ * empty.  cmdline (may be NULL) is stored in meta.  The path is written to out.
+ * Returns 0 or -errno (-EEXIST: dir already holds a journal). */
+int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta, int nolatest,
+		   char *out, size_t cap);
+
+/* Opens an existing journal directory for appending.  Returns 0 or -errno. */
+int bbx_run_open(struct bbx_run *run, const char *dir);
+void bbx_run_close(struct bbx_run *run);
+
+/* Resolves a journal argument: NULL/"latest" means the latest run of the state directory.
+ * Returns 0 or -errno (-ENOENT: no such run). */
+int bbx_run_resolve(const char *arg, char *out, size_t cap);
+
+/* Fills the header (times, pid, uid) and appends.  Returns 0 or -errno. */
+int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
+
+/* objects/<seq> path of this run. */
+int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size_t cap);
+
+/* Appends "key=value\n" to DIR/meta.  Returns 0 or -errno. */
+int bbx_run_meta_append(const char *dir, const char *key, const char *value);
+/* Reads a meta value into out.  Returns 0, -ENOENT if absent, or -errno. */
+int bbx_run_meta_get(const char *dir, const char *key, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT
+ * state.c - shared run state (see state.h). */
+#include "state.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEVMASK ((1ull << 56) - 1)
+#define MAXPROBE 128
+#define TOMBSTONE UINT64_MAX
+
+static size_t state_bytes(uint32_t nslots)
+{
+	return sizeof(struct bbx_state) + (size_t)nslots * sizeof(struct bbx_state_slot);
+}
+
+int bbx_state_create(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	struct bbx_state h = {.magic = BBX_STATE_MAGIC, .version = 1, .seq = 1,
+			      .nslots = BBX_STATE_SLOTS};
+	int rc = 0;
+	/* Sparse: only the pages actually touched take space. */
+	if (ftruncate(fd, (off_t)state_bytes(BBX_STATE_SLOTS)) < 0 ||
+	    pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+		rc = errno ? -errno : -EIO;
+	close(fd);
+	if (rc)
+		unlink(path);
+	return rc;
+}
+
+int bbx_state_map(const char *path, struct bbx_state **out)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	int rc = 0;
+	if (fstat(fd, &sb) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if ((size_t)sb.st_size < sizeof(struct bbx_state)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	struct bbx_state *st = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE,
+				    MAP_SHARED, fd, 0);
+	if (st == MAP_FAILED) {
+		rc = -errno;
+		goto out;
+	}
+	if (st->magic != BBX_STATE_MAGIC || state_bytes(st->nslots) > (size_t)sb.st_size) {
+		munmap(st, (size_t)sb.st_size);
+		rc = -EINVAL;
+		goto out;
+	}
+	*out = st;
+out:
+	close(fd);
+	return rc;
+}
+
+void bbx_state_unmap(struct bbx_state *st)
+{
+	if (st)
+		munmap(st, state_bytes(st->nslots));
+}
+
+uint64_t bbx_state_next_seq(struct bbx_state *st)
+{
+	return __atomic_fetch_add(&st->seq, 1, __ATOMIC_SEQ_CST);
+}
+
+static uint64_t hash2(uint64_t dev, uint64_t ino)
+{
+	uint64_t h = ino * 0x9E3779B97F4A7C15ull ^ (dev + 0x632BE59BD9B4E019ull);
+	h ^= h >> 29;
+	h *= 0xBF58476D1CE4E5B9ull;
+	return h ^ (h >> 32);
+}
+
+/* Slot keys use ino+1 so that inode 0 (never valid, but cheap to be safe) is not "empty". */
+int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino)
+{
+	uint64_t key = ino + 1, d = dev & DEVMASK;
+	uint32_t mask = st->nslots - 1, i = (uint32_t)hash2(dev, ino) & mask;
+	for (int n = 0; n < MAXPROBE; n++, i = (i + 1) & mask) {
+		struct bbx_state_slot *s = &st->slot[i];
+		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
+		if (k == 0)
+			return BBX_LVL_NONE;
+		if (k != key)
+			continue;
+		uint64_t dl = __atomic_load_n(&s->devlvl, __ATOMIC_ACQUIRE);
+		if (dl != TOMBSTONE && (dl & DEVMASK) == d)
+			return (int)(dl >> 56);
+	}
+	return BBX_LVL_NONE;
+}
+
+int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
+{
+	uint64_t key = ino + 1, d = dev & DEVMASK;
+	uint64_t want = d | (uint64_t)lvl << 56;
+	uint32_t mask = st->nslots - 1, i = (uint32_t)hash2(dev, ino) & mask;
+	for (int n = 0; n < MAXPROBE; n++, i = (i + 1) & mask) {
+		struct bbx_state_slot *s = &st->slot[i];
+		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
+		if (k == 0) {
+			uint64_t zero = 0;
+			/* Claim the slot; the dev word is 0 (matches nothing) until stored. */
+			if (!__atomic_compare_exchange_n(&s->ino, &zero, key, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				if (zero != key)
+					continue;
+			} else {
+				__atomic_store_n(&s->devlvl, want, __ATOMIC_RELEASE);
+				return 0;
+			}
+		} else if (k != key) {
+			continue;
+		}
+		uint64_t dl = __atomic_load_n(&s->devlvl, __ATOMIC_ACQUIRE);
+		for (;;) {
+			if (dl == 0 || dl == TOMBSTONE || (dl & DEVMASK) != d)
+				break; /* being filled, forgotten, or another device */
+			if ((int)(dl >> 56) >= lvl)
+				return 0;
+			if (__atomic_compare_exchange_n(&s->devlvl, &dl, want, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+void bbx_state_forget(struct bbx_state *st, uint64_t dev, uint64_t ino)
+{
+	uint64_t key = ino + 1, d = dev & DEVMASK;
+	uint32_t mask = st->nslots - 1, i = (uint32_t)hash2(dev, ino) & mask;
+	for (int n = 0; n < MAXPROBE; n++, i = (i + 1) & mask) {
+		struct bbx_state_slot *s = &st->slot[i];
+		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
+		if (k == 0)
+			return;
+		uint64_t dl = __atomic_load_n(&s->devlvl, __ATOMIC_ACQUIRE);
+		if (k == key && dl != TOMBSTONE && (dl & DEVMASK) == d) {
+			__atomic_store_n(&s->devlvl, TOMBSTONE, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}

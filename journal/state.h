@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * state.h - the run's small shared state, mmap'd MAP_SHARED by every process of a run:
+ * the global record sequence counter and the captured set.
+ *
+ * The captured set maps (device, inode) to the strongest capture already made in this
+ * run.  It is a lock-free open-addressing table updated with compare-and-swap, so it is
+ * safe across processes, threads and signal handlers.  A lookup can only err towards
+ * "not captured" (a slot being filled is skipped), which costs a redundant capture but
+ * never a missing one.  Insertions happen only after the capture's record is written
+ * (invariant 1).
+ */
+#ifndef BBX_STATE_H
+#define BBX_STATE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Capture levels, ordered: a higher level covers every lower one. */
+enum bbx_level {
+	BBX_LVL_NONE = 0,
+	BBX_LVL_SIZE = 1,     /* original length recorded: appends are undoable */
+	BBX_LVL_CONTENT = 2,  /* full pre-image of content and metadata preserved */
+	BBX_LVL_CREATED = 3,  /* created by this run: undo removes it, nothing to keep */
+};
+
+#define BBX_STATE_MAGIC 0x54535842u /* "BXST" */
+#define BBX_STATE_SLOTS (1u << 18)
+
+struct bbx_state_slot {
+	uint64_t ino;    /* 0 = empty */
+	uint64_t devlvl; /* dev in bits 0..55, level in bits 56..63 */
+};
+
+struct bbx_state {
+	uint32_t magic, version;
+	uint64_t seq;    /* next sequence number (atomic) */
+	uint32_t nslots, epoch;
+	uint32_t flags;
+	uint32_t pad;
+	uint64_t reserved[4];
+	struct bbx_state_slot slot[];
+};
+
+/* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
+int bbx_state_create(const char *path);
+/* Maps an existing state file.  Returns 0 or -errno (-EINVAL: not a state file). */
+int bbx_state_map(const char *path, struct bbx_state **out);
+void bbx_state_unmap(struct bbx_state *st);
+
+uint64_t bbx_state_next_seq(struct bbx_state *st);
+/* Level recorded for (dev, ino); BBX_LVL_NONE if absent. */
+int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino);
+/* Raises (dev, ino) to at least lvl.  Returns 0, or -ENOSPC if the table is full (the
+ * caller just captures again next time: correct, only slower). */
+int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl);
+/* Forgets (dev, ino): used when a created inode is unlinked, so a later reuse of the
+ * inode number by a file made outside the run is not mistaken for ours. */
+void bbx_state_forget(struct bbx_state *st, uint64_t dev, uint64_t ino);
+
+#endif

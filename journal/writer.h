@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * writer.h - appends records to a run's journal file.
+ *
+ * Each record goes out in one write(2) on an O_APPEND descriptor (invariant 1), so
+ * concurrent processes never interleave bytes.  Before every write the descriptor's
+ * identity (device, inode) is checked against the journal's: a program that closed
+ * all descriptors or dup2()ed over ours gets the journal reopened instead of a record
+ * written into its own file.  Allocation-free; safe in signal handlers and vfork
+ * children (a vfork child that reopens leaves the parent a stale number, which the
+ * parent's own identity check then catches).
+ */
+#ifndef BBX_WRITER_H
+#define BBX_WRITER_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Descriptors at or above this number are less likely to collide with a program's
+ * own (shells move their fds to 10 and 255). */
+#define BBX_WRITER_FD_MIN 900
+
+struct bbx_writer {
+	char path[PATH_MAX];
+	int fd; /* accessed atomically */
+	uint64_t dev, ino;
+};
+
+/* Opens (creating if needed) dir/journal.  Returns 0 or -errno. */
+int bbx_writer_open(struct bbx_writer *w, const char *dir);
+/* Appends one complete record.  Returns 0, or -errno: the write failed, was short
+ * (-EIO; the torn bytes are skipped by readers), or the journal could not be reopened. */
+int bbx_writer_append(struct bbx_writer *w, const void *rec, size_t len);
+void bbx_writer_close(struct bbx_writer *w);
+
+#endif

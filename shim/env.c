@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * env.c - keeping LD_PRELOAD and BBX_* alive across exec, invisibly.
+ *
+ * A program may exec with a cleaned environment (env -i) or a rewritten LD_PRELOAD; the
+ * new program must still be journaled, so the exec wrappers re-insert the shim's
+ * variables.  Transparency: what the shim inserted on its own is listed in BBX_HIDE,
+ * and the new process's shim removes those entries from environ before main() runs,
+ * so a program that passed an empty environment finds an empty one in its child.
+ * Runs in vfork children: no allocation, only the caller's stack and static strings.
+ */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char env_preload[PATH_MAX + 16]; /* "LD_PRELOAD=<shim>" */
+static char env_journal[PATH_MAX + 16]; /* "BBX_JOURNAL=<run dir>" */
+static const char *shim_base = "libbbxshim.so";
+static size_t shim_base_len = sizeof "libbbxshim.so" - 1;
+
+static int has_prefix(const char *s, const char *p, size_t n) { return strncmp(s, p, n) == 0; }
+
+/* Does an LD_PRELOAD value name our library?  (Entries are separated by ' ' or ':'.) */
+static int preload_has_shim(const char *v)
+{
+	for (const char *p = v; (p = strstr(p, shim_base)); p += shim_base_len) {
+		char after = p[shim_base_len];
+		if ((p == v || p[-1] == '/' || p[-1] == ' ' || p[-1] == ':') &&
+		    (after == 0 || after == ' ' || after == ':'))
+			return 1;
+	}
+	return 0;
+}
+
+void bbx_env_init(void)
+{
+	Dl_info self;
+	const char *path = NULL;
+	if (dladdr((void *)bbx_env_init, &self) && self.dli_fname && self.dli_fname[0])
+		path = self.dli_fname;
+	if (path) {
+		const char *b = strrchr(path, '/');
+		shim_base = b ? b + 1 : path;
+		shim_base_len = strlen(shim_base);
+	}
+	const char *pre = getenv("LD_PRELOAD");
+	if (pre && preload_has_shim(pre))
+		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", pre);
+	else
+		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", path ? path : shim_base);
+	if (bbx_status == 0)
+		snprintf(env_journal, sizeof env_journal, "BBX_JOURNAL=%s", bbx_run.dir);
+	else if (getenv("BBX_JOURNAL"))
+		snprintf(env_journal, sizeof env_journal, "BBX_JOURNAL=%s", getenv("BBX_JOURNAL"));
+
+	/* Take back out what our parent's shim inserted. */
+	const char *hide = getenv("BBX_HIDE");
+	if (!hide || !environ)
+		return;
+	char names[256];
+	snprintf(names, sizeof names, "%s", hide);
+	size_t w = 0;
+	for (size_t r = 0; environ[r]; r++) {
+		const char *e = environ[r];
+		int drop = has_prefix(e, "BBX_HIDE=", 9);
+		for (char *n = names; !drop && *n;) {
+			char *c = strchr(n, ',');
+			size_t l = c ? (size_t)(c - n) : strlen(n);
+			if (l && has_prefix(e, n, l) && e[l] == '=')
+				drop = 1;
+			n += l + (c ? 1 : 0);
+		}
+		if (!drop)
+			environ[w++] = environ[r];
+	}
+	environ[w] = NULL;
+}
+
+size_t bbx_env_count(char *const *envp)
+{
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	return n;
+}
+
+int bbx_env_complete(char *const *envp)
+{
+	int pre = 0, jr = 0;
+	for (size_t i = 0; envp && envp[i]; i++) {
+		if (has_prefix(envp[i], "LD_PRELOAD=", 11))
+			pre = preload_has_shim(envp[i] + 11);
+		else if (has_prefix(envp[i], "BBX_JOURNAL=", 12))
+			jr = !env_journal[0] || strcmp(envp[i], env_journal) == 0;
+		else if (has_prefix(envp[i], "BBX_HIDE=", 9))
+			return 0;
+	}
+	return pre && (jr || !env_journal[0]);
+}
+
+char **bbx_env_build(char *const *envp, char **out, char *scratch)
+{
+	size_t n = 0;
+	int have_pre = 0, have_jr = 0;
+	char *pbuf = scratch;
+	for (size_t i = 0; envp && envp[i]; i++) {
+		char *e = envp[i];
+		if (has_prefix(e, "LD_PRELOAD=", 11)) {
+			have_pre = 1;
+			if (!preload_has_shim(e + 11)) {
+				/* Keep the program's own preloads, after ours. */
+				int m = snprintf(pbuf, PATH_MAX, "%s %s", env_preload, e + 11);
+				if (m > 0 && m < PATH_MAX)
+					e = pbuf;
+				else
+					e = env_preload; /* too long to merge: ours wins */
+			}
+		} else if (has_prefix(e, "BBX_JOURNAL=", 12)) {
+			/* A child may not leave this run for another journal. */
+			have_jr = 1;
+			if (env_journal[0])
+				e = env_journal;
+		} else if (has_prefix(e, "BBX_HIDE=", 9)) {
+			continue;
+		}
+		out[n++] = e;
+	}
+	char *hide = scratch + PATH_MAX;
+	size_t hl = 0;
+	hide[0] = 0;
+	if (!have_pre) {
+		out[n++] = env_preload;
+		hl += (size_t)snprintf(hide + hl, 64, "%sLD_PRELOAD", hl ? "," : "BBX_HIDE=");
+	}
+	if (!have_jr && env_journal[0]) {
+		out[n++] = env_journal;
+		hl += (size_t)snprintf(hide + hl, 64, "%sBBX_JOURNAL", hl ? "," : "BBX_HIDE=");
+	}
+	if (hl)
+		out[n++] = hide;
+	out[n] = NULL;
+	return out;
+}

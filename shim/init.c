@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * init.c - process start-up of the shim: real symbols, the run, the environment.
+ *
+ * Runs as a constructor and, lazily, from the first wrapper called before it (another
+ * library's constructor).  Joins the run named by BBX_JOURNAL or, when there is none,
+ * creates one under the state directory (DESIGN.md: "LD_PRELOAD alone creates a run").
+ * When the journal cannot be used the shim fails closed: every mutation is refused
+ * with the reason (invariant 2), and one line says so on stderr.
+ */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BBX_WRAP(name, ret, params) ret(*bbx_real_##name) params;
+#include "wrappers.def"
+#undef BBX_WRAP
+
+struct bbx_run bbx_run;
+int bbx_status = -EAGAIN;
+int bbx_inited;
+__thread int bbx_guard __attribute__((tls_model("initial-exec")));
+__thread struct bbx_paths bbx_tp __attribute__((tls_model("initial-exec")));
+
+static const struct {
+	const char *name;
+	void **slot;
+} table[] = {
+#define BBX_WRAP(name, ret, params) {#name, (void **)&bbx_real_##name},
+#include "wrappers.def"
+#undef BBX_WRAP
+};
+
+void bbx_resolve_all(void)
+{
+	Dl_info self;
+	int have_self = dladdr((void *)bbx_resolve_all, &self) != 0;
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+		if (*table[i].slot)
+			continue;
+		void *p = dlsym(RTLD_NEXT, table[i].name);
+		Dl_info where;
+		/* proxychains-ng's lesson: RTLD_NEXT must never hand back our own wrapper. */
+		if (p && have_self && dladdr(p, &where) && where.dli_fbase == self.dli_fbase) {
+			static const char msg[] = "bbx: dlsym(RTLD_NEXT) returned the shim itself\n";
+			(void)!write(2, msg, sizeof msg - 1);
+			abort();
+		}
+		__atomic_store_n(table[i].slot, p, __ATOMIC_RELEASE);
+	}
+}
+
+static void warn_once(const char *what, int err)
+{
+	char line[PATH_MAX + 160];
+	int n = snprintf(line, sizeof line,
+			 "bbx: journal unavailable (%s: %s); mutations will be refused\n", what,
+			 strerror(err));
+	if (n > 0)
+		(void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static void setup_run(void)
+{
+	const char *dir = getenv("BBX_JOURNAL");
+	char made[PATH_MAX];
+	int rc;
+	if (!dir || !*dir) {
+		/* No bbx-run above us: this process starts the run. */
+		rc = bbx_run_create(NULL, "(LD_PRELOAD)", "origin=preload\n", 0, made, sizeof made);
+		if (rc) {
+			bbx_status = rc;
+			warn_once("creating a run under the state directory", -rc);
+			return;
+		}
+		dir = made;
+	}
+	rc = bbx_run_open(&bbx_run, dir);
+	if (rc) {
+		bbx_status = rc;
+		warn_once(dir, -rc);
+		return;
+	}
+	bbx_status = 0;
+}
+
+void bbx_init(void)
+{
+	static int state; /* 0 idle, 1 running, 2 done */
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		/* Another thread is initialising: wait for it.  The initialising thread itself
+		 * never gets here, its guard is set and its wrappers go straight to libc. */
+		while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2)
+			__builtin_ia32_pause();
+		return;
+	}
+	int saved = errno, g = bbx_guard;
+	bbx_guard = 1;
+	bbx_resolve_all();
+	setup_run();
+	bbx_env_init();
+	bbx_guard = g;
+	errno = saved;
+	__atomic_store_n(&bbx_inited, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+}
+
+__attribute__((constructor)) static void bbx_ctor(void)
+{
+	if (!__atomic_load_n(&bbx_inited, __ATOMIC_ACQUIRE))
+		bbx_init();
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * meta.c - mode, owner, times and extended attributes: chmod, fchmod, fchmodat, lchmod,
+ * chown, fchown, lchown, fchownat, utime, utimes, lutimes, futimes, futimesat,
+ * utimensat, futimens, setxattr, lsetxattr, fsetxattr, removexattr, lremovexattr,
+ * fremovexattr.
+ *
+ * Each records a META with the old mode, owner and times (and the old value of the
+ * attribute for xattr calls) before the change.  O(1): everything is in the record.
+ */
+#include "shim.h"
+
+#include <sys/xattr.h>
+
+/* path == NULL: the object is fd. */
+#define META_BODY(opname, dirfd, path, fd, mask, xname, realcall)                           \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if (!bbx_enter(&saved_))                                                    \
+			return realcall;                                                    \
+		int rc_ = bbx_usable();                                                     \
+		const char *p_ = (path);                                                    \
+		if (!rc_ && p_)                                                             \
+			rc_ = bbx_path_abs((dirfd), p_, bbx_tp.a, PATH_MAX);                \
+		if (!rc_)                                                                   \
+			rc_ = bbx_cap_meta(&bbx_run, opname, p_ ? bbx_tp.a : NULL,           \
+					   p_ ? -1 : (fd), (mask), (xname));                \
+		if (rc_)                                                                    \
+			return bbx_refuse(rc_);                                             \
+		errno = saved_;                                                             \
+		int r_ = realcall;                                                          \
+		bbx_leave(r_ < 0 ? errno : saved_);                                         \
+		return r_;                                                                  \
+	} while (0)
+
+#define NOFOLLOW(flags) (((flags) & AT_SYMLINK_NOFOLLOW) ? BBX_META_NOFOLLOW : 0)
+/* *at calls with AT_EMPTY_PATH and "" act on dirfd itself. */
+#define AT_PATH(path, flags) (((flags) & AT_EMPTY_PATH) && (path) && !*(path) ? NULL : (path))
+
+BBX_EXPORT int chmod(const char *path, mode_t mode)
+{
+	META_BODY("chmod", AT_FDCWD, path, -1, BBX_META_MODE, NULL, BBX_REAL(chmod)(path, mode));
+}
+
+BBX_EXPORT int fchmod(int fd, mode_t mode)
+{
+	META_BODY("fchmod", AT_FDCWD, NULL, fd, BBX_META_MODE, NULL, BBX_REAL(fchmod)(fd, mode));
+}
+
+BBX_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
+{
+	META_BODY("fchmodat", dirfd, path, -1, BBX_META_MODE | NOFOLLOW(flags), NULL,
+		  BBX_REAL(fchmodat)(dirfd, path, mode, flags));
+}
+
+BBX_EXPORT int lchmod(const char *path, mode_t mode)
+{
+	META_BODY("lchmod", AT_FDCWD, path, -1, BBX_META_MODE | BBX_META_NOFOLLOW, NULL,
+		  BBX_REAL(lchmod)(path, mode));
+}
+
+BBX_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
+{
+	META_BODY("chown", AT_FDCWD, path, -1, BBX_META_OWNER, NULL,
+		  BBX_REAL(chown)(path, uid, gid));
+}
+
+BBX_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
+{
+	META_BODY("fchown", AT_FDCWD, NULL, fd, BBX_META_OWNER, NULL,
+		  BBX_REAL(fchown)(fd, uid, gid));
+}
+
+BBX_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
+{
+	META_BODY("lchown", AT_FDCWD, path, -1, BBX_META_OWNER | BBX_META_NOFOLLOW, NULL,
+		  BBX_REAL(lchown)(path, uid, gid));
+}
+
+BBX_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
+{
+	META_BODY("fchownat", dirfd, AT_PATH(path, flags), dirfd, BBX_META_OWNER | NOFOLLOW(flags),
+		  NULL, BBX_REAL(fchownat)(dirfd, path, uid, gid, flags));
+}
+
+BBX_EXPORT int utime(const char *path, const struct utimbuf *t)
+{
+	META_BODY("utime", AT_FDCWD, path, -1, BBX_META_TIMES, NULL, BBX_REAL(utime)(path, t));
+}
+
+BBX_EXPORT int utimes(const char *path, const struct timeval t[2])
+{
+	META_BODY("utimes", AT_FDCWD, path, -1, BBX_META_TIMES, NULL, BBX_REAL(utimes)(path, t));
+}
+
+BBX_EXPORT int lutimes(const char *path, const struct timeval t[2])
+{
+	META_BODY("lutimes", AT_FDCWD, path, -1, BBX_META_TIMES | BBX_META_NOFOLLOW, NULL,
+		  BBX_REAL(lutimes)(path, t));
+}
+
+BBX_EXPORT int futimes(int fd, const struct timeval t[2])
+{
+	META_BODY("futimes", AT_FDCWD, NULL, fd, BBX_META_TIMES, NULL, BBX_REAL(futimes)(fd, t));
+}
+
+BBX_EXPORT int futimesat(int dirfd, const char *path, const struct timeval t[2])
+{
+	META_BODY("futimesat", dirfd, path, dirfd, BBX_META_TIMES, NULL,
+		  BBX_REAL(futimesat)(dirfd, path, t));
+}
+
+/* utimensat(fd, NULL, ...) is futimens(fd) (glibc and the kernel both allow it). */
+BBX_EXPORT int utimensat(int dirfd, const char *path, const struct timespec t[2], int flags)
+{
+	META_BODY("utimensat", dirfd, path, dirfd, BBX_META_TIMES | NOFOLLOW(flags), NULL,
+		  BBX_REAL(utimensat)(dirfd, path, t, flags));
+}
+
+BBX_EXPORT int futimens(int fd, const struct timespec t[2])
+{
+	META_BODY("futimens", AT_FDCWD, NULL, fd, BBX_META_TIMES, NULL, BBX_REAL(futimens)(fd, t));
+}
+
+BBX_EXPORT int setxattr(const char *path, const char *name, const void *v, size_t n, int fl)
+{
+	META_BODY("setxattr", AT_FDCWD, path, -1, BBX_META_XATTR, name,
+		  BBX_REAL(setxattr)(path, name, v, n, fl));
+}
+
+BBX_EXPORT int lsetxattr(const char *path, const char *name, const void *v, size_t n, int fl)
+{
+	META_BODY("lsetxattr", AT_FDCWD, path, -1, BBX_META_XATTR | BBX_META_NOFOLLOW, name,
+		  BBX_REAL(lsetxattr)(path, name, v, n, fl));
+}
+
+BBX_EXPORT int fsetxattr(int fd, const char *name, const void *v, size_t n, int fl)
+{
+	META_BODY("fsetxattr", AT_FDCWD, NULL, fd, BBX_META_XATTR, name,
+		  BBX_REAL(fsetxattr)(fd, name, v, n, fl));
+}
+
+BBX_EXPORT int removexattr(const char *path, const char *name)
+{
+	META_BODY("removexattr", AT_FDCWD, path, -1, BBX_META_XATTR, name,
+		  BBX_REAL(removexattr)(path, name));
+}
+
+BBX_EXPORT int lremovexattr(const char *path, const char *name)
+{
+	META_BODY("lremovexattr", AT_FDCWD, path, -1, BBX_META_XATTR | BBX_META_NOFOLLOW, name,
+		  BBX_REAL(lremovexattr)(path, name));
+}
+
+BBX_EXPORT int fremovexattr(int fd, const char *name)
+{
+	META_BODY("fremovexattr", AT_FDCWD, NULL, fd, BBX_META_XATTR, name,
+		  BBX_REAL(fremovexattr)(fd, name));
+}

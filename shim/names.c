@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * names.c - calls that add, remove or move directory entries: unlink, unlinkat, remove,
+ * rmdir, rename, renameat, renameat2, link, linkat, symlink, symlinkat, mkdir, mkdirat,
+ * mknod, mknodat, mkfifo, mkfifoat.
+ *
+ * Removal and rename-over keep the old inode by a hard link into objects/ (O(1));
+ * creations record a CREATE, then a RESULT naming the new inode so undo removes only
+ * what this run made.
+ */
+#include "shim.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+/* Body for calls that remove one name: abs path, capture, call. */
+#define REMOVE_BODY(opname, dirfd, path, realcall)                                          \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if (!bbx_enter(&saved_))                                                    \
+			return realcall;                                                    \
+		int rc_ = bbx_usable();                                                     \
+		if (!rc_)                                                                   \
+			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
+		if (!rc_)                                                                   \
+			rc_ = bbx_cap_remove(&bbx_run, opname, bbx_tp.a);                   \
+		if (rc_)                                                                    \
+			return bbx_refuse(rc_);                                             \
+		errno = saved_;                                                             \
+		int r_ = realcall;                                                          \
+		bbx_leave(r_ < 0 ? errno : saved_);                                         \
+		return r_;                                                                  \
+	} while (0)
+
+BBX_EXPORT int unlink(const char *path)
+{
+	REMOVE_BODY("unlink", AT_FDCWD, path, BBX_REAL(unlink)(path));
+}
+
+BBX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+	REMOVE_BODY("unlinkat", dirfd, path, BBX_REAL(unlinkat)(dirfd, path, flags));
+}
+
+BBX_EXPORT int remove(const char *path)
+{
+	REMOVE_BODY("remove", AT_FDCWD, path, BBX_REAL(remove)(path));
+}
+
+BBX_EXPORT int rmdir(const char *path)
+{
+	REMOVE_BODY("rmdir", AT_FDCWD, path, BBX_REAL(rmdir)(path));
+}
+
+#define RENAME_BODY(opname, ofd, from, nfd, to, flags, realcall)                           \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if (!bbx_enter(&saved_))                                                    \
+			return realcall;                                                    \
+		int rc_ = bbx_usable();                                                     \
+		if (!rc_)                                                                   \
+			rc_ = bbx_path_abs((ofd), (from), bbx_tp.a, PATH_MAX);              \
+		if (!rc_)                                                                   \
+			rc_ = bbx_path_abs((nfd), (to), bbx_tp.b, PATH_MAX);                \
+		if (!rc_)                                                                   \
+			rc_ = bbx_cap_rename(&bbx_run, opname, bbx_tp.a, bbx_tp.b, (flags));  \
+		if (rc_)                                                                    \
+			return bbx_refuse(rc_);                                             \
+		errno = saved_;                                                             \
+		int r_ = realcall;                                                          \
+		bbx_leave(r_ < 0 ? errno : saved_);                                         \
+		return r_;                                                                  \
+	} while (0)
+
+BBX_EXPORT int rename(const char *from, const char *to)
+{
+	RENAME_BODY("rename", AT_FDCWD, from, AT_FDCWD, to, 0, BBX_REAL(rename)(from, to));
+}
+
+BBX_EXPORT int renameat(int ofd, const char *from, int nfd, const char *to)
+{
+	RENAME_BODY("renameat", ofd, from, nfd, to, 0, BBX_REAL(renameat)(ofd, from, nfd, to));
+}
+
+BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, unsigned flags)
+{
+	RENAME_BODY("renameat2", ofd, from, nfd, to, flags,
+		    BBX_REAL(renameat2)(ofd, from, nfd, to, flags));
+}
+
+/* Body for calls that create one name.  An existing name makes the call fail with
+ * EEXIST, so nothing is recorded for it (mkdir -p walks existing directories). */
+#define CREATE_BODY(opname, dirfd, path, kind, mode, target, realcall)                      \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if (!bbx_enter(&saved_))                                                    \
+			return realcall;                                                    \
+		struct bbx_pending pend_ = {0};                                             \
+		struct stat sb_;                                                            \
+		int rc_ = bbx_usable();                                                     \
+		if (!rc_)                                                                   \
+			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
+		if (!rc_ && lstat(bbx_tp.a, &sb_) < 0)                                      \
+			rc_ = bbx_cap_create(&bbx_run, opname, bbx_tp.a, (kind), (mode),    \
+					     (target), &pend_);                             \
+		if (rc_)                                                                    \
+			return bbx_refuse(rc_);                                             \
+		errno = saved_;                                                             \
+		int r_ = realcall;                                                          \
+		int e_ = errno;                                                             \
+		bbx_cap_done(&bbx_run, opname, &pend_, r_, e_, -1);                         \
+		bbx_leave(r_ < 0 ? e_ : saved_);                                            \
+		return r_;                                                                  \
+	} while (0)
+
+static int node_kind(mode_t mode)
+{
+	int k = bbx_kind_of_mode(mode);
+	return k == BBX_KIND_NONE ? BBX_KIND_FILE : k;
+}
+
+BBX_EXPORT int mkdir(const char *path, mode_t mode)
+{
+	CREATE_BODY("mkdir", AT_FDCWD, path, BBX_KIND_DIR, mode, NULL, BBX_REAL(mkdir)(path, mode));
+}
+
+BBX_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	CREATE_BODY("mkdirat", dirfd, path, BBX_KIND_DIR, mode, NULL,
+		    BBX_REAL(mkdirat)(dirfd, path, mode));
+}
+
+BBX_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
+{
+	CREATE_BODY("mknod", AT_FDCWD, path, node_kind(mode), mode, NULL,
+		    BBX_REAL(mknod)(path, mode, dev));
+}
+
+BBX_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
+{
+	CREATE_BODY("mknodat", dirfd, path, node_kind(mode), mode, NULL,
+		    BBX_REAL(mknodat)(dirfd, path, mode, dev));
+}
+
+BBX_EXPORT int mkfifo(const char *path, mode_t mode)
+{
+	CREATE_BODY("mkfifo", AT_FDCWD, path, BBX_KIND_FIFO, mode, NULL,
+		    BBX_REAL(mkfifo)(path, mode));
+}
+
+BBX_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
+{
+	CREATE_BODY("mkfifoat", dirfd, path, BBX_KIND_FIFO, mode, NULL,
+		    BBX_REAL(mkfifoat)(dirfd, path, mode));
+}
+
+BBX_EXPORT int symlink(const char *target, const char *path)
+{
+	CREATE_BODY("symlink", AT_FDCWD, path, BBX_KIND_SYMLINK, 0777, target,
+		    BBX_REAL(symlink)(target, path));
+}
+
+BBX_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
+{
+	CREATE_BODY("symlinkat", dirfd, path, BBX_KIND_SYMLINK, 0777, target,
+		    BBX_REAL(symlinkat)(target, dirfd, path));
+}
+
+BBX_EXPORT int link(const char *old, const char *path)
+{
+	CREATE_BODY("link", AT_FDCWD, path, BBX_KIND_HARDLINK, 0, old,
+		    BBX_REAL(link)(old, path));
+}
+
+BBX_EXPORT int linkat(int ofd, const char *old, int nfd, const char *path, int flags)
+{
+	CREATE_BODY("linkat", nfd, path, BBX_KIND_HARDLINK, 0, old,
+		    BBX_REAL(linkat)(ofd, old, nfd, path, flags));
+}

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * open.c - the open family, creat, the fortified __open*_2 and the stdio openers.
+ *
+ * Read-only opens cost one flag test (the budget for read-only calls).  Opens that can
+ * write are captured per the capture rules (journal/capture.c): O_TRUNC and in-place
+ * writes preserve the content once per inode and run, O_APPEND records the length,
+ * O_CREAT of a new name records a CREATE and, after the call, its RESULT.
+ */
+#include "shim.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static inline int may_mutate(int flags)
+{
+	return (flags & (O_ACCMODE | O_CREAT | O_TRUNC)) != O_RDONLY;
+}
+
+/* The common body.  call() performs the real open with the original arguments. */
+#define OPEN_BODY(opname, dirfd, path, flags, mode, realcall)                              \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if (!may_mutate(flags) || !bbx_enter(&saved_))                              \
+			return realcall;                                                    \
+		struct bbx_pending pend_ = {0};                                             \
+		int rc_ = bbx_usable();                                                     \
+		if (!rc_)                                                                   \
+			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
+		if (!rc_)                                                                   \
+			rc_ = bbx_cap_open(&bbx_run, opname, bbx_tp.a, (flags), (mode),     \
+					   bbx_tp.b, &pend_);                               \
+		if (rc_)                                                                    \
+			return bbx_refuse(rc_);                                             \
+		errno = saved_;                                                             \
+		int fd_ = realcall;                                                         \
+		int e_ = errno;                                                             \
+		bbx_cap_done(&bbx_run, opname, &pend_, fd_, e_, fd_);                       \
+		bbx_leave(fd_ < 0 ? e_ : saved_);                                           \
+		return fd_;                                                                 \
+	} while (0)
+
+static mode_t va_mode(int flags, va_list ap)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
+}
+
+BBX_EXPORT int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = va_mode(flags, ap);
+	va_end(ap);
+	OPEN_BODY("open", AT_FDCWD, path, flags, mode, BBX_REAL(open)(path, flags, mode));
+}
+
+BBX_EXPORT int open64(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = va_mode(flags, ap);
+	va_end(ap);
+	OPEN_BODY("open64", AT_FDCWD, path, flags, mode, BBX_REAL(open64)(path, flags, mode));
+}
+
+BBX_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = va_mode(flags, ap);
+	va_end(ap);
+	OPEN_BODY("openat", dirfd, path, flags, mode, BBX_REAL(openat)(dirfd, path, flags, mode));
+}
+
+BBX_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = va_mode(flags, ap);
+	va_end(ap);
+	OPEN_BODY("openat64", dirfd, path, flags, mode,
+		  BBX_REAL(openat64)(dirfd, path, flags, mode));
+}
+
+BBX_EXPORT int creat(const char *path, mode_t mode)
+{
+	OPEN_BODY("creat", AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, mode,
+		  BBX_REAL(creat)(path, mode));
+}
+
+BBX_EXPORT int creat64(const char *path, mode_t mode)
+{
+	OPEN_BODY("creat64", AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, mode,
+		  BBX_REAL(creat64)(path, mode));
+}
+
+/* _FORTIFY_SOURCE builds call these when the flags are not a compile-time constant. */
+BBX_EXPORT int __open_2(const char *path, int flags)
+{
+	OPEN_BODY("__open_2", AT_FDCWD, path, flags, 0, BBX_REAL(__open_2)(path, flags));
+}
+
+BBX_EXPORT int __open64_2(const char *path, int flags)
+{
+	OPEN_BODY("__open64_2", AT_FDCWD, path, flags, 0, BBX_REAL(__open64_2)(path, flags));
+}
+
+BBX_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	OPEN_BODY("__openat_2", dirfd, path, flags, 0, BBX_REAL(__openat_2)(dirfd, path, flags));
+}
+
+BBX_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	OPEN_BODY("__openat64_2", dirfd, path, flags, 0,
+		  BBX_REAL(__openat64_2)(dirfd, path, flags));
+}
+
+/* fopen mode string -> open flags, as glibc's _IO_file_fopen reads it. */
+static int fmode_flags(const char *m)
+{
+	int f;
+	switch (m ? m[0] : 0) {
+	case 'r': f = O_RDONLY; break;
+	case 'w': f = O_WRONLY | O_CREAT | O_TRUNC; break;
+	case 'a': f = O_WRONLY | O_CREAT | O_APPEND; break;
+	default: return -1; /* EINVAL from the real call */
+	}
+	for (const char *p = m + 1; *p && p < m + 7; p++) {
+		if (*p == '+')
+			f = (f & ~O_ACCMODE) | O_RDWR;
+		else if (*p == 'x')
+			f |= O_EXCL;
+		else if (*p == ',')
+			break; /* ",ccs=" */
+	}
+	return f;
+}
+
+#define FOPEN_BODY(opname, path, flags, realcall, fdof)                                     \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if ((flags) < 0 || !may_mutate(flags) || !bbx_enter(&saved_))              \
+			return realcall;                                                    \
+		struct bbx_pending pend_ = {0};                                             \
+		int rc_ = bbx_usable();                                                     \
+		if (!rc_)                                                                   \
+			rc_ = bbx_path_abs(AT_FDCWD, (path), bbx_tp.a, PATH_MAX);           \
+		if (!rc_)                                                                   \
+			rc_ = bbx_cap_open(&bbx_run, opname, bbx_tp.a, (flags), 0666,       \
+					   bbx_tp.b, &pend_);                               \
+		if (rc_) {                                                                  \
+			bbx_refuse(rc_);                                                    \
+			return NULL;                                                        \
+		}                                                                           \
+		errno = saved_;                                                             \
+		FILE *f_ = realcall;                                                        \
+		int e_ = errno;                                                             \
+		bbx_cap_done(&bbx_run, opname, &pend_, f_ ? (long)fdof : -1, e_,            \
+			     f_ ? fdof : -1);                                               \
+		bbx_leave(f_ ? saved_ : e_);                                                \
+		return f_;                                                                  \
+	} while (0)
+
+BBX_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	int fl = fmode_flags(mode);
+	FOPEN_BODY("fopen", path, fl, BBX_REAL(fopen)(path, mode), fileno(f_));
+}
+
+BBX_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+	int fl = fmode_flags(mode);
+	FOPEN_BODY("fopen64", path, fl, BBX_REAL(fopen64)(path, mode), fileno(f_));
+}
+
+/* freopen(NULL, mode, f) reopens f's own file with a new mode: 'w' truncates it. */
+static FILE *do_freopen(const char *op, FILE *(*real)(const char *, const char *, FILE *),
+			const char *path, const char *mode, FILE *stream)
+{
+	int fl = fmode_flags(mode);
+	int saved;
+	if (fl < 0 || !may_mutate(fl) || !bbx_enter(&saved))
+		return real(path, mode, stream);
+	struct bbx_pending pend = {0};
+	int rc = bbx_usable();
+	if (!rc)
+		rc = path ? bbx_path_abs(AT_FDCWD, path, bbx_tp.a, PATH_MAX)
+			  : bbx_path_fd(fileno(stream), bbx_tp.a, PATH_MAX);
+	if (rc == -EBADF && !path)
+		rc = 0, bbx_tp.a[0] = 0; /* a pipe or socket: nothing on disk to capture */
+	if (!rc && bbx_tp.a[0])
+		rc = bbx_cap_open(&bbx_run, op, bbx_tp.a, fl, 0666, bbx_tp.b, &pend);
+	if (rc) {
+		bbx_refuse(rc);
+		return NULL;
+	}
+	errno = saved;
+	FILE *f = real(path, mode, stream);
+	int e = errno;
+	bbx_cap_done(&bbx_run, op, &pend, f ? fileno(f) : -1, e, f ? fileno(f) : -1);
+	bbx_leave(f ? saved : e);
+	return f;
+}
+
+BBX_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream)
+{
+	return do_freopen("freopen", BBX_REAL(freopen), path, mode, stream);
+}
+
+BBX_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream)
+{
+	return do_freopen("freopen64", BBX_REAL(freopen64), path, mode, stream);
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * shim.h - internals shared by the wrapper files of libbbxshim.so.
+ *
+ * Every wrapper has the same skeleton (STYLE.md): make sure the real function is
+ * known, take the re-entry guard (bbx_enter), resolve the path, record through
+ * journal/capture.h, call the real function, restore errno, release the guard.
+ * Nothing here allocates or takes a lock; state that must be shared between processes
+ * lives in the run's mmap'd state file.
+ */
+#ifndef BBX_SHIM_H
+#define BBX_SHIM_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <utime.h>
+
+#include "journal/capture.h"
+
+#define BBX_EXPORT __attribute__((visibility("default")))
+
+/* Fortified entry points glibc declares only under _FORTIFY_SOURCE. */
+int __open_2(const char *, int);
+int __open64_2(const char *, int);
+int __openat_2(int, const char *, int);
+int __openat64_2(int, const char *, int);
+int lchmod(const char *, mode_t);
+
+#define BBX_WRAP(name, ret, params) extern ret(*bbx_real_##name) params;
+#include "wrappers.def"
+#undef BBX_WRAP
+
+/* Resolves every real pointer with dlsym(RTLD_NEXT); aborts if one resolves to us. */
+void bbx_resolve_all(void);
+#define BBX_REAL(name) (bbx_real_##name ? bbx_real_##name : (bbx_resolve_all(), bbx_real_##name))
+
+/* The run this process journals into, and whether journaling works. */
+extern struct bbx_run bbx_run;
+extern int bbx_status; /* 0 = active, else the -errno that made the journal unusable */
+
+extern __thread int bbx_guard __attribute__((tls_model("initial-exec")));
+
+/* Per-thread path scratch (the guard keeps one wrapper at a time per thread). */
+struct bbx_paths {
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+};
+extern __thread struct bbx_paths bbx_tp __attribute__((tls_model("initial-exec")));
+
+void bbx_init(void);
+extern int bbx_inited;
+
+/* Takes the guard.  Returns 1 when the caller must journal, 0 when it must simply call
+ * the real function (re-entry from the shim itself). *saved gets errno. */
+static inline int bbx_enter(int *saved)
+{
+	if (bbx_guard)
+		return 0;
+	if (__builtin_expect(!__atomic_load_n(&bbx_inited, __ATOMIC_ACQUIRE), 0))
+		bbx_init();
+	*saved = errno;
+	bbx_guard = 1;
+	return 1;
+}
+
+/* Releases the guard and sets errno. */
+static inline void bbx_leave(int err)
+{
+	bbx_guard = 0;
+	errno = err;
+}
+
+/* Refusal (invariant 2): guard released, errno = -rc, returns -1. */
+static inline int bbx_refuse(int rc)
+{
+	bbx_leave(-rc);
+	return -1;
+}
+
+/* Journal unusable: every mutation is refused with the reason. */
+static inline int bbx_usable(void) { return bbx_status; }
+
+/* exec support (env.c) */
+#define BBX_ENV_EXTRA 4
+#define BBX_ENV_SCRATCH (2 * PATH_MAX)
+/* Number of entries in envp (without the NULL). */
+size_t bbx_env_count(char *const *envp);
+/* Builds into out (room for bbx_env_count(envp) + BBX_ENV_EXTRA + 1 pointers) the
+ * environment for a new program: LD_PRELOAD (with the shim) and BBX_JOURNAL (this run)
+ * re-inserted, and BBX_HIDE naming what was inserted so the new process can take it
+ * back out of its environ (DESIGN.md, Coverage: transparency of the environment).
+ * scratch holds BBX_ENV_SCRATCH bytes.  Returns out. */
+char **bbx_env_build(char *const *envp, char **out, char *scratch);
+/* True when envp already carries everything a child needs (no rebuild). */
+int bbx_env_complete(char *const *envp);
+/* At start-up: remembers our values, then removes from environ what BBX_HIDE names. */
+void bbx_env_init(void);
+
+#endif

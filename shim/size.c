@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * size.c - size changes and writes that bypass open-time capture: truncate, ftruncate,
+ * fallocate, posix_fallocate (and their 64 forms), copy_file_range, sendfile.
+ *
+ * A shrink or a hole punch destroys data: the content is preserved first.  Growth only
+ * records the original length.  copy_file_range and sendfile capture their output file
+ * only when the run has not already captured it at open (an inherited descriptor).
+ */
+#include "shim.h"
+
+#include <linux/falloc.h>
+#include <stdint.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#define PUNCH_MODES (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_COLLAPSE_RANGE | \
+		     FALLOC_FL_INSERT_RANGE)
+
+/* Captures; returns 0 or -errno, guard held. */
+static int cap_resize(const char *op, const char *path, int fd, int64_t newlen, int punch)
+{
+	int rc = bbx_usable();
+	if (!rc && path)
+		rc = bbx_path_abs(AT_FDCWD, path, bbx_tp.a, PATH_MAX);
+	if (!rc)
+		rc = bbx_cap_resize(&bbx_run, op, path ? bbx_tp.a : NULL, fd, newlen, punch);
+	return rc;
+}
+
+#define RESIZE_BODY(opname, path, fd, newlen, punch, realcall)                              \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if (!bbx_enter(&saved_))                                                    \
+			return realcall;                                                    \
+		int rc_ = cap_resize(opname, (path), (fd), (newlen), (punch));              \
+		if (rc_)                                                                    \
+			return bbx_refuse(rc_);                                             \
+		errno = saved_;                                                             \
+		int r_ = realcall;                                                          \
+		bbx_leave(r_ < 0 ? errno : saved_);                                         \
+		return r_;                                                                  \
+	} while (0)
+
+BBX_EXPORT int truncate(const char *path, off_t len)
+{
+	RESIZE_BODY("truncate", path, -1, len, 0, BBX_REAL(truncate)(path, len));
+}
+
+BBX_EXPORT int truncate64(const char *path, off64_t len)
+{
+	RESIZE_BODY("truncate64", path, -1, len, 0, BBX_REAL(truncate64)(path, len));
+}
+
+BBX_EXPORT int ftruncate(int fd, off_t len)
+{
+	RESIZE_BODY("ftruncate", NULL, fd, len, 0, BBX_REAL(ftruncate)(fd, len));
+}
+
+BBX_EXPORT int ftruncate64(int fd, off64_t len)
+{
+	RESIZE_BODY("ftruncate64", NULL, fd, len, 0, BBX_REAL(ftruncate64)(fd, len));
+}
+
+BBX_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	RESIZE_BODY("fallocate", NULL, fd, (mode & FALLOC_FL_KEEP_SIZE) ? INT64_MAX : off + len,
+		    (mode & PUNCH_MODES) != 0, BBX_REAL(fallocate)(fd, mode, off, len));
+}
+
+BBX_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
+{
+	RESIZE_BODY("fallocate64", NULL, fd, (mode & FALLOC_FL_KEEP_SIZE) ? INT64_MAX : off + len,
+		    (mode & PUNCH_MODES) != 0, BBX_REAL(fallocate64)(fd, mode, off, len));
+}
+
+/* posix_fallocate returns an error number instead of setting errno. */
+#define PFALLOC_BODY(opname, fd, off, len, realcall)                                        \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if (!bbx_enter(&saved_))                                                    \
+			return realcall;                                                    \
+		int rc_ = cap_resize(opname, NULL, (fd), (off) + (len), 0);                 \
+		if (rc_) {                                                                  \
+			bbx_leave(saved_);                                                  \
+			return -rc_;                                                        \
+		}                                                                           \
+		errno = saved_;                                                             \
+		int r_ = realcall;                                                          \
+		bbx_leave(saved_);                                                          \
+		return r_;                                                                  \
+	} while (0)
+
+BBX_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+{
+	PFALLOC_BODY("posix_fallocate", fd, off, len, BBX_REAL(posix_fallocate)(fd, off, len));
+}
+
+BBX_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
+{
+	PFALLOC_BODY("posix_fallocate64", fd, off, len, BBX_REAL(posix_fallocate64)(fd, off, len));
+}
+
+#define FDWRITE_BODY(opname, fd, realcall)                                                  \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if (!bbx_enter(&saved_))                                                    \
+			return realcall;                                                    \
+		int rc_ = bbx_usable();                                                     \
+		if (!rc_)                                                                   \
+			rc_ = bbx_cap_fdwrite(&bbx_run, opname, (fd));                      \
+		if (rc_)                                                                    \
+			return bbx_refuse(rc_);                                             \
+		errno = saved_;                                                             \
+		ssize_t r_ = realcall;                                                      \
+		bbx_leave(r_ < 0 ? errno : saved_);                                         \
+		return r_;                                                                  \
+	} while (0)
+
+BBX_EXPORT ssize_t copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t n,
+				   unsigned flags)
+{
+	FDWRITE_BODY("copy_file_range", out,
+		     BBX_REAL(copy_file_range)(in, inoff, out, outoff, n, flags));
+}
+
+BBX_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+	FDWRITE_BODY("sendfile", out, BBX_REAL(sendfile)(out, in, off, n));
+}
+
+BBX_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
+{
+	FDWRITE_BODY("sendfile64", out, BBX_REAL(sendfile64)(out, in, off, n));
+}
