@@ -364,36 +364,38 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	begin(&e, BBX_REC_PRESERVE, op, path);
 	bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sb.st_mode));
 	int how = BBX_HOW_INLINE, lvl = level_of(run, &sb);
-	if (S_ISREG(sb.st_mode)) {
-		if (lvl == BBX_LVL_CREATED && sb.st_nlink == 1) {
-			how = BBX_HOW_NONE; /* undo removes it anyway */
-		} else {
-			/* Keep the inode itself: O(1), and undo gets the same inode back, with its
-			 * other hard links, xattrs and times. */
-			if ((rc = bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj)))
-				return rc;
-			if (bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0) == 0) {
-				how = BBX_HOW_LINK;
-			} else if (errno == EXDEV || errno == EPERM || errno == EMLINK) {
-				int src = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-				if (src < 0)
-					return -errno;
-				rc = preserve_copy(run, seq, src, (uint64_t)sb.st_size, &how);
-				close(src);
-				if (rc)
-					return rc;
-			} else {
-				return -errno;
-			}
-			char name[24];
-			snprintf(name, sizeof name, "%llu", (unsigned long long)seq);
-			bbx_enc_str(&e, BBX_T_OBJECT, name);
-		}
-	} else if (S_ISLNK(sb.st_mode)) {
+	if (S_ISLNK(sb.st_mode)) {
 		ssize_t n = readlink(path, tls.lnk, sizeof tls.lnk);
 		if (n < 0)
 			return -errno;
 		bbx_enc_bytes(&e, BBX_T_TARGET, tls.lnk, (size_t)n);
+	}
+	if (S_ISREG(sb.st_mode) && lvl == BBX_LVL_CREATED && sb.st_nlink == 1) {
+		how = BBX_HOW_NONE; /* undo removes it anyway */
+	} else {
+		/* Keep the inode itself (files, symlinks, fifos, devices alike): O(1), and undo
+		 * gets the same inode back, with its other hard links, xattrs and times, so a
+		 * later rename-back still recognises it by inode number. */
+		if ((rc = bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj)))
+			return rc;
+		if (bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0) == 0) {
+			how = BBX_HOW_LINK;
+		} else if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
+			return -errno;
+		} else if (S_ISREG(sb.st_mode)) {
+			int src = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+			if (src < 0)
+				return -errno;
+			rc = preserve_copy(run, seq, src, (uint64_t)sb.st_size, &how);
+			close(src);
+			if (rc)
+				return rc;
+		} /* else inline: the target or type and rdev are in the record */
+		if (how != BBX_HOW_INLINE) {
+			char name[24];
+			snprintf(name, sizeof name, "%llu", (unsigned long long)seq);
+			bbx_enc_str(&e, BBX_T_OBJECT, name);
+		}
 	}
 	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
 	enc_stat(&e, &sb);

@@ -1,6 +1,7 @@
-# libbbxjournal: record format, writer, reader, shared state, capture, undo.
-# noinst: linked into the shim and into the tools, never installed on its own.
-noinst_LTLIBRARIES += journal/libbbxjournal.la
+# libbbxjournal: record format, writer, reader, shared state, capture: linked into the
+# shim and the tools.  libbbxundo: replay, seal and their helpers, for the tools only
+# (the shim must stay small and allocation-free).  Neither is installed on its own.
+noinst_LTLIBRARIES += journal/libbbxjournal.la journal/libbbxundo.la
 journal_libbbxjournal_la_SOURCES = \
 	journal/record.c journal/record.h \
 	journal/sys.c journal/sys.h \
@@ -9,6 +10,13 @@ journal_libbbxjournal_la_SOURCES = \
 	journal/reader.c journal/reader.h \
 	journal/run.c journal/run.h \
 	journal/capture.c journal/capture.h \
-	journal/undo.c journal/undo.h \
 	$(NULL)
 journal_libbbxjournal_la_CFLAGS = $(AM_CFLAGS) -fPIC $(XXHASH_CFLAGS)
+journal_libbbxundo_la_SOURCES = \
+	journal/undo.c journal/undo.h \
+	journal/undo_ops.c journal/undo_ops.h \
+	journal/seal.c \
+	journal/pathmap.c journal/pathmap.h \
+	$(NULL)
+journal_libbbxundo_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
+journal_libbbxundo_la_LIBADD = journal/libbbxjournal.la

@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * undo.c - backward replay (invariant 4), see undo.h.
+ *
+ * Phases, each resumable:
+ *   1. conflicts: for a sealed run, every path whose inode or ctime differs from its
+ *      FINAL record was changed after the run by someone else; its current version is
+ *      copied beside it (PATH.bbx-conflict) before replay overwrites it.
+ *   2. replay: the plan (bbx_undo_plan) in reverse file order.  Every step first looks
+ *      at what is there now, so repeating a step after a crash is harmless.
+ *   3. directories: mode, owner and times of every directory whose entries changed,
+ *      from its earliest record, once all entries are back.
+ * Progress goes to DIR/undo/progress after each step; DIR/undone marks the end.
+ */
+#include "undo.h"
+#include "pathmap.h"
+#include "undo_ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *bbx_undo_action_name(int a)
+{
+	static const char *const n[] = {"skip", "remove", "restore-link", "restore-copy",
+					"restore-inline", "truncate", "mkdir", "rename-back",
+					"meta", "dirmeta", "lost"};
+	return a >= 0 && a <= BBX_UNDO_LOST ? n[a] : "?";
+}
+
+static int action_of(const struct bbx_rec *r)
+{
+	switch (r->type) {
+	case BBX_REC_CREATE: return r->kind == BBX_KIND_ANON ? BBX_UNDO_SKIP : BBX_UNDO_REMOVE;
+	case BBX_REC_PRESERVE:
+		switch (r->how) {
+		case BBX_HOW_LINK: return BBX_UNDO_RESTORE_LINK;
+		case BBX_HOW_COPY: case BBX_HOW_REFLINK: return BBX_UNDO_RESTORE_COPY;
+		case BBX_HOW_INLINE: return BBX_UNDO_RESTORE_INLINE;
+		case BBX_HOW_LOST: return BBX_UNDO_LOST;
+		}
+		return BBX_UNDO_SKIP; /* how=none: covered by an earlier capture */
+	case BBX_REC_SIZE: return BBX_UNDO_TRUNCATE;
+	case BBX_REC_RMDIR: return BBX_UNDO_MKDIR;
+	case BBX_REC_RENAME: return BBX_UNDO_RENAME_BACK;
+	case BBX_REC_META: return BBX_UNDO_META;
+	case BBX_REC_DIRMETA: return BBX_UNDO_DIRMETA;
+	}
+	return BBX_UNDO_SKIP;
+}
+
+struct result_ref {
+	uint64_t ref;
+	int64_t ret;
+	uint64_t ino;
+	int has_ino;
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct result_ref *x = a, *y = b;
+	return x->ref < y->ref ? -1 : x->ref > y->ref;
+}
+
+int bbx_undo_plan(struct bbx_reader *r, struct bbx_undo_step **steps, size_t *n)
+{
+	size_t *offs = NULL, count = 0, nres = 0;
+	int rc = bbx_reader_index(r, &offs, &count);
+	if (rc)
+		return rc;
+	struct bbx_undo_step *v = calloc(count ? count : 1, sizeof *v);
+	struct result_ref *res = calloc(count ? count : 1, sizeof *res);
+	if (!v || !res) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	struct bbx_rec rec;
+	for (size_t i = 0; i < count; i++) {
+		bbx_rec_decode(r->map + offs[i], r->size - offs[i], &rec);
+		if (rec.type == BBX_REC_RESULT && rec.has_ref)
+			res[nres++] = (struct result_ref){rec.ref, rec.ret, rec.ino, rec.has_ino};
+	}
+	qsort(res, nres, sizeof *res, cmp_ref);
+	size_t k = 0;
+	for (size_t i = count; i-- > 0;) {
+		bbx_rec_decode(r->map + offs[i], r->size - offs[i], &rec);
+		struct bbx_undo_step s = {.off = offs[i], .action = action_of(&rec)};
+		if (rec.type == BBX_REC_CREATE) {
+			struct result_ref key = {.ref = rec.h.seq};
+			struct result_ref *f = bsearch(&key, res, nres, sizeof *res, cmp_ref);
+			if (f) {
+				s.has_result = 1;
+				s.ret = f->ret;
+				s.has_ino = f->has_ino;
+				s.ino = f->ino;
+				if (f->ret < 0)
+					s.action = BBX_UNDO_SKIP; /* the creation failed */
+			}
+		}
+		v[k++] = s;
+	}
+	*steps = v;
+	*n = k;
+	v = NULL;
+out:
+	free(v);
+	free(res);
+	free(offs);
+	return rc;
+}
+
+/* ---- execution ---------------------------------------------------------------- */
+
+struct ctx {
+	const char *dir;
+	struct bbx_reader r;
+	struct bbx_uops u;
+	struct bbx_run run;
+	const struct bbx_undo_opts *o;
+	struct bbx_undo_stats *s;
+	struct bbx_pathmap finals; /* path -> index+1 into final_offs */
+	int progress_fd;
+};
+
+static void say(struct ctx *c, const char *verb, const char *path)
+{
+	if (c->o->out && c->o->verbose)
+		fprintf(c->o->out, "%s %s\n", verb, path);
+}
+
+static void fail(struct ctx *c, const char *what, const char *path, int rc)
+{
+	c->s->errors++;
+	if (c->o->out)
+		fprintf(c->o->out, "error: %s %s: %s\n", what, path, strerror(-rc));
+}
+
+/* Moves whatever is at path aside as a conflict (kept, never deleted). */
+static int move_aside(struct ctx *c, const char *path, const char *why)
+{
+	char kept[PATH_MAX + 32];
+	int rc = bbx_uop_conflict_name(path, kept, sizeof kept);
+	if (!rc)
+		rc = bbx_uop_rename(&c->u, path, kept, RENAME_NOREPLACE);
+	if (rc) {
+		fail(c, "moving aside", path, rc);
+		return rc;
+	}
+	c->s->conflicts++;
+	if (c->o->out)
+		fprintf(c->o->out, "conflict: %s %s; kept as %s\n", path, why, kept);
+	return 0;
+}
+
+static void tmp_beside(const char *path, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s.bbx-undo.%d", path, (int)getpid());
+}
+
+static int objpath(struct ctx *c, const struct bbx_rec *r, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s/objects/%s", c->dir, r->object ? r->object : "");
+	return !r->object || n < 0 || (size_t)n >= cap ? -ENOENT : 0;
+}
+
+/* Puts a freshly made tmp in place of path (rename-over journals what it replaces). */
+static int install(struct ctx *c, const char *tmp, const char *path)
+{
+	int rc = bbx_uop_rename(&c->u, tmp, path, 0);
+	if (rc)
+		bbx_uop_unlink(&c->u, tmp);
+	return rc;
+}
+
+static void meta_from(struct ctx *c, const char *path, const struct bbx_rec *r, int nofollow)
+{
+	int rc = bbx_uop_setmeta(&c->u, path, &r->st, nofollow, 1, 1);
+	if (rc == -EPERM)
+		c->s->owner_skipped++;
+	else if (rc && rc != -ENOENT)
+		fail(c, "restoring metadata of", path, rc);
+}
+
+static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_undo_step *st)
+{
+	struct stat sb;
+	if (lstat(r->path, &sb) < 0)
+		return; /* already gone */
+	if (st->has_ino && sb.st_ino != st->ino) {
+		move_aside(c, r->path, "is not what this run created");
+		return;
+	}
+	if (!st->has_result) {
+		/* No RESULT (killed mid-call, or created by a spawned child): only remove what
+		 * was born after the record; anything older is someone else's. */
+		struct statx sx;
+		if (statx(AT_FDCWD, r->path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) == 0 &&
+		    (sx.stx_mask & STATX_BTIME)) {
+			uint64_t born = (uint64_t)sx.stx_btime.tv_sec * 1000000000ull +
+					sx.stx_btime.tv_nsec;
+			if (born + 20000000ull < r->h.realtime_ns) {
+				move_aside(c, r->path, "predates this run's creation record");
+				return;
+			}
+		}
+	}
+	int rc = S_ISDIR(sb.st_mode) ? bbx_uop_rmdir(&c->u, r->path) : bbx_uop_unlink(&c->u, r->path);
+	if (rc == -ENOTEMPTY || rc == -EEXIST) {
+		move_aside(c, r->path, "holds entries this run did not create");
+		return;
+	}
+	if (rc)
+		fail(c, "removing", r->path, rc);
+	else {
+		c->s->removed++;
+		say(c, "removed", r->path);
+	}
+}
+
+static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
+{
+	struct stat sb;
+	int exists = lstat(r->path, &sb) == 0;
+	char obj[PATH_MAX + 64], tmp[PATH_MAX + 32];
+	int rc = 0;
+	if (action == BBX_UNDO_RESTORE_LINK) {
+		if (exists && sb.st_ino == r->st.ino && sb.st_dev == r->st.dev)
+			return; /* the kept inode is already there */
+		if ((rc = objpath(c, r, obj, sizeof obj)))
+			goto out;
+		if (!exists) {
+			rc = bbx_uop_link(&c->u, obj, r->path);
+		} else {
+			tmp_beside(r->path, tmp, sizeof tmp);
+			rc = bbx_uop_link(&c->u, obj, tmp);
+			if (!rc)
+				rc = install(c, tmp, r->path);
+		}
+		if (rc == -EXDEV || rc == -EPERM || rc == -EMLINK)
+			action = BBX_UNDO_RESTORE_COPY; /* objects on another fs now: copy */
+		else
+			goto out;
+	}
+	if (action == BBX_UNDO_RESTORE_COPY) {
+		if ((rc = objpath(c, r, obj, sizeof obj)))
+			goto out;
+		if (exists && S_ISREG(sb.st_mode) && sb.st_ino == r->st.ino) {
+			/* Same inode: write in place, so its other hard links see it too. */
+			rc = bbx_uop_copy_into(&c->u, obj, r->path);
+		} else if (!exists) {
+			rc = bbx_uop_copy_new(&c->u, obj, r->path);
+		} else {
+			tmp_beside(r->path, tmp, sizeof tmp);
+			rc = bbx_uop_copy_new(&c->u, obj, tmp);
+			if (!rc)
+				rc = install(c, tmp, r->path);
+		}
+		if (!rc)
+			meta_from(c, r->path, r, 1);
+		goto out;
+	}
+	/* Inline: symlink or special file. */
+	if (r->kind == BBX_KIND_SYMLINK) {
+		if (exists && S_ISLNK(sb.st_mode)) {
+			char t[PATH_MAX];
+			ssize_t n = readlink(r->path, t, sizeof t);
+			if (n == (ssize_t)r->target_len && memcmp(t, r->target, (size_t)n) == 0) {
+				meta_from(c, r->path, r, 1);
+				return;
+			}
+		}
+		const char *dst = r->path;
+		if (exists) {
+			tmp_beside(r->path, tmp, sizeof tmp);
+			dst = tmp;
+		}
+		rc = bbx_uop_symlink(&c->u, r->target ? r->target : "", r->target_len, dst);
+	} else {
+		if (exists && (sb.st_mode & S_IFMT) == (r->st.mode & S_IFMT) &&
+		    sb.st_rdev == r->st.rdev)
+			return;
+		const char *dst = r->path;
+		if (exists) {
+			tmp_beside(r->path, tmp, sizeof tmp);
+			dst = tmp;
+		}
+		rc = bbx_uop_mknod(&c->u, dst, r->st.mode, r->st.rdev);
+	}
+	if (!rc && exists)
+		rc = install(c, tmp, r->path);
+	if (!rc)
+		meta_from(c, r->path, r, 1);
+out:
+	if (rc)
+		fail(c, "restoring", r->path, rc);
+	else {
+		c->s->restored++;
+		say(c, "restored", r->path);
+	}
+}
+
+static void do_truncate(struct ctx *c, const struct bbx_rec *r)
+{
+	struct stat sb;
+	if (stat(r->path, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_ino != r->st.ino)
+		return; /* replaced since: a later step restores the name */
+	if ((uint64_t)sb.st_size != r->size) {
+		int rc = bbx_uop_truncate(&c->u, r->path, (off_t)r->size);
+		if (rc) {
+			fail(c, "truncating", r->path, rc);
+			return;
+		}
+	}
+	meta_from(c, r->path, r, 0);
+	c->s->restored++;
+}
+
+static void do_mkdir(struct ctx *c, const struct bbx_rec *r)
+{
+	struct stat sb;
+	if (lstat(r->path, &sb) == 0) {
+		if (S_ISDIR(sb.st_mode))
+			return;
+		if (move_aside(c, r->path, "occupies a removed directory's name"))
+			return;
+	}
+	int rc = bbx_uop_mkdir(&c->u, r->path, r->st.mode & 07777);
+	if (rc)
+		fail(c, "recreating directory", r->path, rc);
+	else
+		c->s->restored++;
+}
+
+static void do_rename_back(struct ctx *c, const struct bbx_rec *r)
+{
+	struct stat sa, sb;
+	int a = lstat(r->path, &sa) == 0, b = lstat(r->path2, &sb) == 0;
+	int moved = b && sb.st_ino == r->ino && sb.st_dev == r->dev;
+	if (!moved)
+		return; /* never happened, or already moved back */
+	int rc;
+	if (r->flags & RENAME_EXCHANGE) {
+		rc = bbx_uop_rename(&c->u, r->path2, r->path, RENAME_EXCHANGE);
+	} else {
+		if (a && move_aside(c, r->path, "occupies the name a rename came from"))
+			return;
+		rc = bbx_uop_rename(&c->u, r->path2, r->path, 0);
+	}
+	if (rc)
+		fail(c, "renaming back", r->path2, rc);
+	else
+		c->s->restored++;
+}
+
+static void do_meta(struct ctx *c, const struct bbx_rec *r)
+{
+	int nofollow = (r->mask & BBX_META_NOFOLLOW) != 0;
+	struct stat sb;
+	if ((nofollow ? lstat(r->path, &sb) : stat(r->path, &sb)) < 0)
+		return;
+	if ((r->mask & BBX_META_XATTR) && r->xname) {
+		int rc = bbx_uop_xattr(&c->u, r->path, r->xname, r->xvalue, r->xvalue_len,
+				       r->has_xvalue, nofollow);
+		if (rc && rc != -ENOTSUP)
+			fail(c, "restoring xattr of", r->path, rc);
+	}
+	meta_from(c, r->path, r, nofollow);
+	c->s->restored++;
+}
+
+/* ---- progress ------------------------------------------------------------------- */
+
+static void progress_save(struct ctx *c, int phase, size_t next)
+{
+	if (c->progress_fd < 0)
+		return;
+	char b[64];
+	int n = snprintf(b, sizeof b, "%d %020zu\n", phase, next);
+	(void)!pwrite(c->progress_fd, b, (size_t)n, 0);
+}
+
+static int progress_load(struct ctx *c, int *phase, size_t *next)
+{
+	char b[64] = {0};
+	if (pread(c->progress_fd, b, sizeof b - 1, 0) <= 0)
+		return 0;
+	return sscanf(b, "%d %zu", phase, next) == 2;
+}
+
+/* ---- phases ------------------------------------------------------------------------ */
+
+static void conflicts_phase(struct ctx *c, size_t *offs, size_t count)
+{
+	struct bbx_rec rec;
+	for (size_t i = 0; i < count; i++) {
+		bbx_rec_decode(c->r.map + offs[i], c->r.size - offs[i], &rec);
+		if (rec.type != BBX_REC_FINAL)
+			continue;
+		struct stat sb;
+		int exists = lstat(rec.path, &sb) == 0;
+		int changed;
+		if (rec.kind == BBX_KIND_NONE)
+			changed = exists;
+		else
+			changed = !exists || sb.st_ino != rec.st.ino ||
+				  sb.st_ctim.tv_sec != rec.st.ctime_sec ||
+				  sb.st_ctim.tv_nsec != rec.st.ctime_nsec;
+		if (!changed || !exists || S_ISDIR(sb.st_mode))
+			continue; /* directories: foreign entries are handled when met */
+		char kept[PATH_MAX + 32];
+		int rc = bbx_uop_keep_copy(&c->u, rec.path, kept, sizeof kept);
+		if (rc) {
+			fail(c, "keeping the later version of", rec.path, rc);
+			continue;
+		}
+		c->s->conflicts++;
+		if (c->o->out)
+			fprintf(c->o->out, "conflict: %s changed after the run; later version kept as %s\n",
+				rec.path, kept);
+	}
+}
+
+static void dirs_phase(struct ctx *c, const struct bbx_undo_step *steps, size_t n)
+{
+	struct bbx_rec rec;
+	/* Reverse file order: the earliest record of a directory is applied last. */
+	for (size_t i = 0; i < n; i++) {
+		bbx_rec_decode(c->r.map + steps[i].off, c->r.size - steps[i].off, &rec);
+		if (rec.type != BBX_REC_DIRMETA && rec.type != BBX_REC_RMDIR &&
+		    !(rec.type == BBX_REC_META && S_ISDIR(rec.st.mode)))
+			continue;
+		struct stat sb;
+		if (lstat(rec.path, &sb) < 0 || !S_ISDIR(sb.st_mode))
+			continue;
+		meta_from(c, rec.path, &rec, 1);
+	}
+}
+
+static int open_undo_run(struct ctx *c, char *udir, size_t cap, int *resumed)
+{
+	int n = snprintf(udir, cap, "%s/undo", c->dir);
+	if (n < 0 || (size_t)n >= cap)
+		return -ENAMETOOLONG;
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof p, "%s/journal", udir);
+	*resumed = access(p, F_OK) == 0;
+	int rc;
+	if (!*resumed) {
+		char meta[PATH_MAX + 64], out[PATH_MAX];
+		snprintf(meta, sizeof meta, "origin=undo\nundo_of=%s\n", c->dir);
+		rc = bbx_run_create(udir, "bbx-undo", meta, 1, out, sizeof out);
+		if (rc)
+			return rc;
+	}
+	if ((rc = bbx_run_open(&c->run, udir)))
+		return rc;
+	snprintf(p, sizeof p, "%s/progress", udir);
+	c->progress_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	return c->progress_fd < 0 ? -errno : 0;
+}
+
+int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo_stats *s)
+{
+	struct ctx c = {.dir = dir, .o = o, .s = s, .progress_fd = -1};
+	memset(s, 0, sizeof *s);
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof p, "%s/undone", dir);
+	if (access(p, F_OK) == 0) {
+		s->already_done = 1;
+		return 0;
+	}
+	snprintf(p, sizeof p, "%s/journal", dir);
+	int rc = bbx_reader_open(&c.r, p);
+	if (rc)
+		return rc;
+	struct bbx_undo_step *steps = NULL;
+	size_t nsteps = 0, *offs = NULL, count = 0;
+	if ((rc = bbx_undo_plan(&c.r, &steps, &nsteps)))
+		goto out;
+	s->torn = c.r.torn_len != 0;
+	c.r.off = 0;
+	if ((rc = bbx_reader_index(&c.r, &offs, &count)))
+		goto out;
+	s->records = count;
+	s->steps = nsteps;
+	struct bbx_rec rec;
+	for (size_t i = 0; i < count && !s->sealed; i++) {
+		bbx_rec_decode(c.r.map + offs[i], c.r.size - offs[i], &rec);
+		s->sealed = rec.type == BBX_REC_SEAL;
+	}
+
+	int resumed = 0, phase = 1;
+	size_t next = 0;
+	c.u.dry_run = o->dry_run;
+	if (!o->dry_run) {
+		if ((rc = open_undo_run(&c, s->undo_dir, sizeof s->undo_dir, &resumed)))
+			goto out;
+		c.u.run = &c.run;
+		if (resumed && !progress_load(&c, &phase, &next))
+			phase = 1, next = 0;
+	}
+
+	if (phase <= 1) {
+		if (s->sealed)
+			conflicts_phase(&c, offs, count);
+		phase = 2;
+		next = 0;
+		progress_save(&c, phase, next);
+	}
+	if (phase == 2) {
+		for (size_t i = next; i < nsteps; i++) {
+			const struct bbx_undo_step *st = &steps[i];
+			if (st->action == BBX_UNDO_SKIP || st->action == BBX_UNDO_DIRMETA)
+				continue;
+			bbx_rec_decode(c.r.map + st->off, c.r.size - st->off, &rec);
+			if (o->dry_run) {
+				if (o->out)
+					fprintf(o->out, "would %s %s%s%s\n",
+						bbx_undo_action_name(st->action), rec.path,
+						rec.path2 ? " <- " : "", rec.path2 ? rec.path2 : "");
+				if (st->action == BBX_UNDO_REMOVE)
+					s->removed++;
+				else
+					s->restored++;
+				continue;
+			}
+			switch (st->action) {
+			case BBX_UNDO_REMOVE: do_remove(&c, &rec, st); break;
+			case BBX_UNDO_RESTORE_LINK:
+			case BBX_UNDO_RESTORE_COPY:
+			case BBX_UNDO_RESTORE_INLINE: do_restore(&c, &rec, st->action); break;
+			case BBX_UNDO_TRUNCATE: do_truncate(&c, &rec); break;
+			case BBX_UNDO_MKDIR: do_mkdir(&c, &rec); break;
+			case BBX_UNDO_RENAME_BACK: do_rename_back(&c, &rec); break;
+			case BBX_UNDO_META: do_meta(&c, &rec); break;
+			case BBX_UNDO_LOST:
+				s->lost++;
+				if (o->out)
+					fprintf(o->out, "lost: %s could not be preserved by the run\n",
+						rec.path);
+				break;
+			}
+			progress_save(&c, 2, i + 1);
+		}
+		phase = 3;
+		progress_save(&c, phase, 0);
+	}
+	if (!o->dry_run) {
+		dirs_phase(&c, steps, nsteps);
+		progress_save(&c, 4, 0);
+		bbx_run_close(&c.run);
+		bbx_seal(s->undo_dir, NULL);
+		snprintf(p, sizeof p, "%s/undone", dir);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			char line[PATH_MAX + 64];
+			int n = snprintf(line, sizeof line, "undo=%s\ntime=%lld\nconflicts=%zu\n",
+					 s->undo_dir, (long long)time(NULL), s->conflicts);
+			(void)!write(fd, line, (size_t)n);
+			close(fd);
+		}
+	}
+out:
+	if (c.progress_fd >= 0)
+		close(c.progress_fd);
+	free(steps);
+	free(offs);
+	bbx_pathmap_free(&c.finals);
+	bbx_reader_close(&c.r);
+	return rc;
+}

@@ -1,1 +1,74 @@
-/* placeholder replaced below */
+/* SPDX-License-Identifier: MIT
+ *
+ * undo.h - backward replay of a journal (invariant 4) and the run seal.
+ *
+ * The undo is itself a run: every change it makes is captured into DIR/undo (a journal
+ * directory of its own) before it is made, so `bbx-undo DIR/undo` undoes the undo
+ * (invariant 3).  It is idempotent (a finished undo leaves DIR/undone and a second call
+ * does nothing) and resumable (DIR/undo/progress names the next record; every step is
+ * written so that doing it twice is the same as doing it once).
+ *
+ * Conflicts: a sealed run (bbx-run wrote FINAL records at exit) lets undo see that a
+ * path was changed by someone else after the run.  The later version is kept beside
+ * the restored one as PATH.bbx-conflict[.N]; nothing is lost.
+ */
+#ifndef BBX_UNDO_H
+#define BBX_UNDO_H
+
+#include "reader.h"
+#include "record.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* What backward replay does with one record. */
+enum bbx_undo_action {
+	BBX_UNDO_SKIP = 0,       /* nothing to undo (EXEC, RESULT, failed calls, ...) */
+	BBX_UNDO_REMOVE,         /* CREATE: remove the name this run made */
+	BBX_UNDO_RESTORE_LINK,   /* PRESERVE how=link: bring the kept inode back */
+	BBX_UNDO_RESTORE_COPY,   /* PRESERVE how=copy/reflink: write the content back */
+	BBX_UNDO_RESTORE_INLINE, /* PRESERVE symlink/special: recreate from the record */
+	BBX_UNDO_TRUNCATE,       /* SIZE: cut back to the original length */
+	BBX_UNDO_MKDIR,          /* RMDIR: recreate the directory */
+	BBX_UNDO_RENAME_BACK,    /* RENAME: move it back */
+	BBX_UNDO_META,           /* META: old mode, owner, times, xattr */
+	BBX_UNDO_DIRMETA,        /* DIRMETA: applied in the final pass */
+	BBX_UNDO_LOST,           /* PRESERVE how=lost: cannot be restored, reported */
+};
+
+struct bbx_undo_step {
+	size_t off;      /* record offset in the journal */
+	int action;
+	int64_t ret;     /* CREATE: outcome from its RESULT (has_result) */
+	uint64_t ino;    /* CREATE: inode made (has_ino) */
+	int has_result, has_ino;
+};
+
+/* Plans the replay of the records in r (file order) into *steps, in the order they are
+ * to be applied (reverse file order).  Returns 0 or -ENOMEM; *steps is malloc'd. */
+int bbx_undo_plan(struct bbx_reader *r, struct bbx_undo_step **steps, size_t *n);
+const char *bbx_undo_action_name(int action);
+
+struct bbx_undo_opts {
+	int dry_run;
+	int verbose;     /* print every action */
+	FILE *out;       /* actions, conflicts and progress (NULL: silent) */
+};
+
+struct bbx_undo_stats {
+	size_t records, steps;
+	size_t restored, removed, conflicts, errors, lost, owner_skipped;
+	int torn, already_done, sealed;
+	char undo_dir[4096];
+};
+
+/* Undoes the run in dir.  Returns 0 (stats say whether there were conflicts/errors)
+ * or -errno when the journal cannot be read or the undo journal cannot be created. */
+int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo_stats *s);
+
+/* Seals a run: a FINAL record (current type, inode, ctime) for every path the journal
+ * touched, then a SEAL with the count.  Returns 0 or -errno; *npaths gets the count. */
+int bbx_seal(const char *dir, size_t *npaths);
+
+#endif

@@ -71,28 +71,28 @@ static int gen_temp(const char *op, char *tmpl, int suffixlen, int flags, int di
 	return -1;
 }
 
-#define TEMP_WRAPPER(name, suffix, flags)                                                   \
+#define TEMP_WRAPPER(name, args, suffix, flags)                                             \
 	{                                                                                   \
 		int saved_;                                                                 \
 		if (!bbx_enter(&saved_))                                                    \
-			return BBX_REAL(name);                                              \
+			return BBX_REAL(name) args;                                         \
 		int r_ = gen_temp(#name, tmpl, (suffix), (flags), 0);                       \
 		if (r_ >= 0)                                                                \
 			errno = saved_;                                                     \
 		return r_;                                                                  \
 	}
 
-BBX_EXPORT int mkstemp(char *tmpl) TEMP_WRAPPER(mkstemp(tmpl), 0, 0)
-BBX_EXPORT int mkstemp64(char *tmpl) TEMP_WRAPPER(mkstemp64(tmpl), 0, 0)
-BBX_EXPORT int mkostemp(char *tmpl, int flags) TEMP_WRAPPER(mkostemp(tmpl, flags), 0, flags)
-BBX_EXPORT int mkostemp64(char *tmpl, int flags) TEMP_WRAPPER(mkostemp64(tmpl, flags), 0, flags)
-BBX_EXPORT int mkstemps(char *tmpl, int suffixlen) TEMP_WRAPPER(mkstemps(tmpl, suffixlen), suffixlen, 0)
+BBX_EXPORT int mkstemp(char *tmpl) TEMP_WRAPPER(mkstemp, (tmpl), 0, 0)
+BBX_EXPORT int mkstemp64(char *tmpl) TEMP_WRAPPER(mkstemp64, (tmpl), 0, 0)
+BBX_EXPORT int mkostemp(char *tmpl, int flags) TEMP_WRAPPER(mkostemp, (tmpl, flags), 0, flags)
+BBX_EXPORT int mkostemp64(char *tmpl, int flags) TEMP_WRAPPER(mkostemp64, (tmpl, flags), 0, flags)
+BBX_EXPORT int mkstemps(char *tmpl, int suffixlen) TEMP_WRAPPER(mkstemps, (tmpl, suffixlen), suffixlen, 0)
 BBX_EXPORT int mkstemps64(char *tmpl, int suffixlen)
-	TEMP_WRAPPER(mkstemps64(tmpl, suffixlen), suffixlen, 0)
+	TEMP_WRAPPER(mkstemps64, (tmpl, suffixlen), suffixlen, 0)
 BBX_EXPORT int mkostemps(char *tmpl, int suffixlen, int flags)
-	TEMP_WRAPPER(mkostemps(tmpl, suffixlen, flags), suffixlen, flags)
+	TEMP_WRAPPER(mkostemps, (tmpl, suffixlen, flags), suffixlen, flags)
 BBX_EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags)
-	TEMP_WRAPPER(mkostemps64(tmpl, suffixlen, flags), suffixlen, flags)
+	TEMP_WRAPPER(mkostemps64, (tmpl, suffixlen, flags), suffixlen, flags)
 
 BBX_EXPORT char *mkdtemp(char *tmpl)
 {

@@ -1,1 +1,7 @@
-# tests/progs
+# tests/progs: small programs the end-to-end tests run under the shim.
+# callwrap calls exactly one wrapped libc entry point by name (shim/wrappers.def);
+# built without _FILE_OFFSET_BITS=64 and _FORTIFY_SOURCE so every name is its own symbol.
+check_PROGRAMS += tests/progs/callwrap
+tests_progs_callwrap_SOURCES = tests/progs/callwrap.c
+tests_progs_callwrap_CPPFLAGS = $(AM_CPPFLAGS) -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE
+tests_progs_callwrap_CFLAGS = $(AM_CFLAGS) -fvisibility=default

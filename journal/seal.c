@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * seal.c - the run's closing records: for every path the journal touched, its state at
+ * the end of the run (FINAL), then SEAL.  bbx-undo compares FINAL with what it finds
+ * to tell the run's own changes from later ones by someone else (conflicts).  ctime is
+ * the witness: any change to an inode's content or metadata moves it, and no program
+ * can set it back.
+ */
+#include "pathmap.h"
+#include "run.h"
+#include "undo.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int touched(const struct bbx_rec *r)
+{
+	switch (r->type) {
+	case BBX_REC_CREATE: return r->kind != BBX_KIND_ANON;
+	case BBX_REC_PRESERVE: case BBX_REC_SIZE: case BBX_REC_RMDIR: case BBX_REC_RENAME:
+	case BBX_REC_META:
+		return 1;
+	}
+	return 0;
+}
+
+static int emit_final(struct bbx_run *run, const char *path)
+{
+	uint8_t buf[PATH_MAX + 512];
+	struct bbx_enc e;
+	bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_FINAL);
+	bbx_enc_str(&e, BBX_T_OP, "seal");
+	bbx_enc_str(&e, BBX_T_PATH, path);
+	struct stat sb;
+	if (lstat(path, &sb) == 0) {
+		struct bbx_stat s;
+		bbx_stat_from(&s, &sb);
+		bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sb.st_mode));
+		bbx_enc_stat(&e, &s);
+	} else {
+		bbx_enc_u32(&e, BBX_T_KIND, BBX_KIND_NONE);
+	}
+	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+}
+
+int bbx_seal(const char *dir, size_t *npaths)
+{
+	char jp[PATH_MAX + 16];
+	snprintf(jp, sizeof jp, "%s/journal", dir);
+	struct bbx_reader r;
+	int rc = bbx_reader_open(&r, jp);
+	if (rc)
+		return rc;
+	struct bbx_run run;
+	if ((rc = bbx_run_open(&run, dir))) {
+		bbx_reader_close(&r);
+		return rc;
+	}
+	struct bbx_pathmap m = {0};
+	struct bbx_rec rec;
+	size_t n = 0, *slot;
+	while (rc == 0 && bbx_reader_next(&r, &rec, NULL) == BBX_READ_OK) {
+		if (!touched(&rec))
+			continue;
+		const char *ps[2] = {rec.path, rec.type == BBX_REC_RENAME ? rec.path2 : NULL};
+		for (int i = 0; i < 2 && rc == 0; i++) {
+			if (!ps[i])
+				continue;
+			int ins = bbx_pathmap_put(&m, ps[i], &slot);
+			if (ins < 0)
+				rc = ins;
+			else if (ins == 1) {
+				rc = emit_final(&run, ps[i]);
+				n++;
+			}
+		}
+	}
+	if (rc == 0) {
+		uint8_t buf[256];
+		struct bbx_enc e;
+		bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_SEAL);
+		bbx_enc_str(&e, BBX_T_OP, "seal");
+		bbx_enc_u64(&e, BBX_T_COUNT, n);
+		rc = bbx_run_emit(&run, &e, bbx_state_next_seq(run.st));
+	}
+	bbx_pathmap_free(&m);
+	bbx_run_close(&run);
+	bbx_reader_close(&r);
+	if (npaths)
+		*npaths = n;
+	return rc;
+}

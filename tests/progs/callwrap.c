@@ -1,0 +1,1115 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * callwrap.c - calls exactly one wrapped libc entry point, by its exported name.
+ *
+ *   callwrap NAME ARG...   call NAME with arguments from the command line; exit 0 if it
+ *                          succeeded, else print the errno and exit 1
+ *   callwrap --list        print every NAME implemented, one per line
+ *   callwrap NAME --help   print the arguments NAME takes
+ *
+ * This is the "small program that calls it" half of STYLE.md's rule that every entry of
+ * shim/wrappers.def is proven by a test (tests/e2e/t-entrypoints.sh is the other half).
+ * It must call the very symbol it is named after: it is built without
+ * _FILE_OFFSET_BITS=64 (so open and open64 stay distinct symbols) and without
+ * _FORTIFY_SOURCE (so open stays open and the fortified __open_2 is called only where
+ * asked for).  tests/e2e/t-entrypoints.sh checks the result with nm.
+ *
+ * Helper descriptors (the directory of an *at call, the file of an f* call) are opened
+ * with the raw openat syscall, so the shim never sees them: the only journaled call is
+ * NAME itself, and a write descriptor counts as one the run did not open (what
+ * copy_file_range and sendfile must capture).  "fd:N" instead of a path uses the
+ * inherited descriptor N; "AT_FDCWD" as a directory means the current directory.
+ * Exec-family names run ARG... as the new program (argv[0] = PROG as given), so
+ * `callwrap execv /bin/sh sh -c 'echo x > f'` leaves a journaled child behind.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#undef _FILE_OFFSET_BITS
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include <utime.h>
+
+extern char **environ;
+
+/* Declared by glibc only under _FORTIFY_SOURCE, which this program is built without. */
+extern int __open_2(const char *, int);
+extern int __open64_2(const char *, int);
+extern int __openat_2(int, const char *, int);
+extern int __openat64_2(int, const char *, int);
+/* Declared by glibc only for some feature sets; spelled out so the symbol is certain. */
+extern int lchmod(const char *, mode_t);
+extern int futimesat(int, const char *, const struct timeval[2]);
+extern int execveat(int, const char *, char *const[], char *const[], int);
+
+static const char *prog = "callwrap";
+static const char *cur = "?"; /* the entry point being called, for messages */
+
+/* Exit status 1 with a message that is not an errno (bad argument, child status). */
+#define FAILED (-1)
+
+static void fail(const char *what, const char *arg)
+{
+	fprintf(stderr, "%s: %s: %s '%s'\n", prog, cur, what, arg);
+}
+
+/* ---- argument parsing -------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	long value;
+} flag_names[] = {
+	{"rdonly", O_RDONLY},     {"wronly", O_WRONLY},       {"rdwr", O_RDWR},
+	{"creat", O_CREAT},       {"excl", O_EXCL},           {"trunc", O_TRUNC},
+	{"append", O_APPEND},     {"nofollow", O_NOFOLLOW},   {"cloexec", O_CLOEXEC},
+	{"directory", O_DIRECTORY}, {"tmpfile", O_TMPFILE},   {"path", O_PATH},
+	{"sync", O_SYNC},         {"noctty", O_NOCTTY},       {"nonblock", O_NONBLOCK},
+	{"largefile", O_LARGEFILE},
+	/* *at flags */
+	{"symlink_nofollow", AT_SYMLINK_NOFOLLOW}, {"symlink_follow", AT_SYMLINK_FOLLOW},
+	{"removedir", AT_REMOVEDIR}, {"empty_path", AT_EMPTY_PATH},
+	/* renameat2 */
+	{"noreplace", RENAME_NOREPLACE}, {"exchange", RENAME_EXCHANGE},
+	{"whiteout", RENAME_WHITEOUT},
+	/* fallocate */
+	{"keep_size", FALLOC_FL_KEEP_SIZE}, {"punch_hole", FALLOC_FL_PUNCH_HOLE},
+	{"zero_range", FALLOC_FL_ZERO_RANGE}, {"collapse_range", FALLOC_FL_COLLAPSE_RANGE},
+	{"insert_range", FALLOC_FL_INSERT_RANGE},
+	/* setxattr */
+	{"xcreate", XATTR_CREATE}, {"xreplace", XATTR_REPLACE},
+	/* mknod file types */
+	{"fifo", S_IFIFO}, {"reg", S_IFREG}, {"chr", S_IFCHR}, {"blk", S_IFBLK},
+	{"sock", S_IFSOCK},
+};
+
+/* A number (strtoll base 0), or names from flag_names joined by ',' or '|'.
+ * Returns 0, or FAILED after printing what was wrong. */
+static int parse_num(const char *s, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 0);
+	if (*s && !*end && !errno) {
+		*out = v;
+		return 0;
+	}
+	v = 0;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", s);
+	for (char *save = NULL, *t = strtok_r(buf, ",|", &save); t; t = strtok_r(NULL, ",|", &save)) {
+		size_t i;
+		for (i = 0; i < sizeof flag_names / sizeof flag_names[0]; i++)
+			if (strcmp(t, flag_names[i].name) == 0)
+				break;
+		if (i == sizeof flag_names / sizeof flag_names[0]) {
+			fail("not a number or flag name", t);
+			return FAILED;
+		}
+		v |= flag_names[i].value;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Octal mode. */
+static int parse_mode(const char *s, mode_t *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 8);
+	if (!*s || *end) {
+		fail("not an octal mode", s);
+		return FAILED;
+	}
+	*out = (mode_t)v;
+	return 0;
+}
+
+#define NUM(var, s)                                                                         \
+	long long var;                                                                      \
+	if (parse_num((s), &var))                                                           \
+		return FAILED
+#define MODE(var, s)                                                                        \
+	mode_t var;                                                                         \
+	if (parse_mode((s), &var))                                                          \
+		return FAILED
+
+/* A descriptor the shim never sees open: "fd:N" (inherited) or the raw openat syscall. */
+static int raw_open(const char *path, int flags)
+{
+	if (strncmp(path, "fd:", 3) == 0)
+		return atoi(path + 3);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, 0);
+	if (fd < 0)
+		fprintf(stderr, "%s: %s: opening helper descriptor '%s': %s\n", prog, cur, path,
+			strerror(errno));
+	return fd;
+}
+
+/* Directory descriptor for *at calls ("AT_FDCWD" = the current directory). */
+static int dir_open(const char *path)
+{
+	if (strcmp(path, "AT_FDCWD") == 0)
+		return AT_FDCWD;
+	return raw_open(path, O_RDONLY | O_DIRECTORY);
+}
+
+#define RAWFD(var, path, flags)                                                             \
+	int var = raw_open((path), (flags));                                                \
+	if (var < 0)                                                                        \
+		return FAILED
+#define DIRFD(var, path)                                                                    \
+	int var = dir_open(path);                                                           \
+	if (var < 0 && var != AT_FDCWD)                                                     \
+		return FAILED
+
+/* Result of a call that returns -1 and sets errno. */
+static int rc_of(long r) { return r < 0 ? errno : 0; }
+
+/* Optional TEXT argument: written to fd after an open, so appends and in-place writes
+ * really change the file.  write(2) itself is not wrapped (covered at open time). */
+static int write_text(int fd, int argc, char **argv, int at)
+{
+	if (argc <= at)
+		return 0;
+	size_t n = strlen(argv[at]);
+	if (write(fd, argv[at], n) != (ssize_t)n)
+		return errno ? errno : EIO;
+	return 0;
+}
+
+static int close_checked(int fd) { return close(fd) < 0 ? errno : 0; }
+
+/* Result of an open: writes TEXT (argv[at], if given) and closes. */
+static int opened(int fd, int argc, char **argv, int at)
+{
+	if (fd < 0)
+		return errno;
+	int r = write_text(fd, argc, argv, at);
+	int c = close_checked(fd);
+	return r ? r : c;
+}
+
+/* Waits for a spawned child and turns its status into success or FAILED. */
+static int child_status(int st)
+{
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	if (WIFEXITED(st))
+		fprintf(stderr, "%s: %s: child exited with status %d\n", prog, cur, WEXITSTATUS(st));
+	else
+		fprintf(stderr, "%s: %s: child died of signal %d\n", prog, cur,
+			WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+	return FAILED;
+}
+
+static int wait_child(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return errno;
+	return child_status(st);
+}
+
+/* ---- open family --------------------------------------------------------------------- */
+
+/* open PATH FLAGS MODE [TEXT] */
+static int c_open(int argc, char **argv)
+{
+	NUM(fl, argv[1]);
+	MODE(m, argv[2]);
+	int fd = open(argv[0], (int)fl, m);
+	return opened(fd, argc, argv, 3);
+}
+
+static int c_open64(int argc, char **argv)
+{
+	NUM(fl, argv[1]);
+	MODE(m, argv[2]);
+	int fd = open64(argv[0], (int)fl, m);
+	return opened(fd, argc, argv, 3);
+}
+
+/* openat DIR PATH FLAGS MODE [TEXT] */
+static int c_openat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(fl, argv[2]);
+	MODE(m, argv[3]);
+	int fd = openat(d, argv[1], (int)fl, m);
+	return opened(fd, argc, argv, 4);
+}
+
+static int c_openat64(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(fl, argv[2]);
+	MODE(m, argv[3]);
+	int fd = openat64(d, argv[1], (int)fl, m);
+	return opened(fd, argc, argv, 4);
+}
+
+/* creat PATH MODE [TEXT] */
+static int c_creat(int argc, char **argv)
+{
+	MODE(m, argv[1]);
+	int fd = creat(argv[0], m);
+	return opened(fd, argc, argv, 2);
+}
+
+static int c_creat64(int argc, char **argv)
+{
+	MODE(m, argv[1]);
+	int fd = creat64(argv[0], m);
+	return opened(fd, argc, argv, 2);
+}
+
+/* __open_2 PATH FLAGS [TEXT]   (glibc aborts on O_CREAT/O_TMPFILE: no mode argument) */
+static int c___open_2(int argc, char **argv)
+{
+	NUM(fl, argv[1]);
+	int fd = __open_2(argv[0], (int)fl);
+	return opened(fd, argc, argv, 2);
+}
+
+static int c___open64_2(int argc, char **argv)
+{
+	NUM(fl, argv[1]);
+	int fd = __open64_2(argv[0], (int)fl);
+	return opened(fd, argc, argv, 2);
+}
+
+/* __openat_2 DIR PATH FLAGS [TEXT] */
+static int c___openat_2(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(fl, argv[2]);
+	int fd = __openat_2(d, argv[1], (int)fl);
+	return opened(fd, argc, argv, 3);
+}
+
+static int c___openat64_2(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(fl, argv[2]);
+	int fd = __openat64_2(d, argv[1], (int)fl);
+	return opened(fd, argc, argv, 3);
+}
+
+/* ---- stdio ----------------------------------------------------------------------------- */
+
+static int stream_text(FILE *f, int argc, char **argv, int at)
+{
+	if (argc > at && fputs(argv[at], f) == EOF)
+		return errno ? errno : EIO;
+	return fclose(f) == EOF ? errno : 0;
+}
+
+/* fopen PATH MODE [TEXT] */
+static int c_fopen(int argc, char **argv)
+{
+	FILE *f = fopen(argv[0], argv[1]);
+	return f ? stream_text(f, argc, argv, 2) : errno;
+}
+
+static int c_fopen64(int argc, char **argv)
+{
+	FILE *f = fopen64(argv[0], argv[1]);
+	return f ? stream_text(f, argc, argv, 2) : errno;
+}
+
+/* freopen PATH|- MODE [TEXT]: reopens a stream first opened read-only on /dev/null, or
+ * with "-" (freopen(NULL, MODE, f)) a stream first opened read-only on FILE from
+ * $CALLWRAP_FREOPEN_FILE: the mode change alone truncates it for "w". */
+static FILE *reopen_source(const char *path)
+{
+	const char *src = "/dev/null";
+	if (strcmp(path, "-") == 0 && !(src = getenv("CALLWRAP_FREOPEN_FILE"))) {
+		fail("needs $CALLWRAP_FREOPEN_FILE for path", path);
+		return NULL;
+	}
+	int fd = raw_open(src, O_RDONLY);
+	return fd < 0 ? NULL : fdopen(fd, "r");
+}
+
+static int c_freopen(int argc, char **argv)
+{
+	FILE *s = reopen_source(argv[0]);
+	if (!s)
+		return FAILED;
+	FILE *f = freopen(strcmp(argv[0], "-") ? argv[0] : NULL, argv[1], s);
+	return f ? stream_text(f, argc, argv, 2) : errno;
+}
+
+static int c_freopen64(int argc, char **argv)
+{
+	FILE *s = reopen_source(argv[0]);
+	if (!s)
+		return FAILED;
+	FILE *f = freopen64(strcmp(argv[0], "-") ? argv[0] : NULL, argv[1], s);
+	return f ? stream_text(f, argc, argv, 2) : errno;
+}
+
+/* ---- temporary files: the generated name is printed on stdout ---------------------------- */
+
+static int temp_done(int fd, const char *name)
+{
+	if (fd < 0)
+		return errno;
+	printf("%s\n", name);
+	return close_checked(fd);
+}
+
+/* mkstemp TEMPLATE */
+static int c_mkstemp(int argc, char **argv) { return temp_done(mkstemp(argv[0]), argv[0]); }
+static int c_mkstemp64(int argc, char **argv) { return temp_done(mkstemp64(argv[0]), argv[0]); }
+
+/* mkostemp TEMPLATE FLAGS */
+static int c_mkostemp(int argc, char **argv)
+{
+	NUM(fl, argv[1]);
+	return temp_done(mkostemp(argv[0], (int)fl), argv[0]);
+}
+
+static int c_mkostemp64(int argc, char **argv)
+{
+	NUM(fl, argv[1]);
+	return temp_done(mkostemp64(argv[0], (int)fl), argv[0]);
+}
+
+/* mkstemps TEMPLATE SUFFIXLEN */
+static int c_mkstemps(int argc, char **argv)
+{
+	NUM(sl, argv[1]);
+	return temp_done(mkstemps(argv[0], (int)sl), argv[0]);
+}
+
+static int c_mkstemps64(int argc, char **argv)
+{
+	NUM(sl, argv[1]);
+	return temp_done(mkstemps64(argv[0], (int)sl), argv[0]);
+}
+
+/* mkostemps TEMPLATE SUFFIXLEN FLAGS */
+static int c_mkostemps(int argc, char **argv)
+{
+	NUM(sl, argv[1]);
+	NUM(fl, argv[2]);
+	return temp_done(mkostemps(argv[0], (int)sl, (int)fl), argv[0]);
+}
+
+static int c_mkostemps64(int argc, char **argv)
+{
+	NUM(sl, argv[1]);
+	NUM(fl, argv[2]);
+	return temp_done(mkostemps64(argv[0], (int)sl, (int)fl), argv[0]);
+}
+
+/* mkdtemp TEMPLATE */
+static int c_mkdtemp(int argc, char **argv)
+{
+	if (!mkdtemp(argv[0]))
+		return errno;
+	printf("%s\n", argv[0]);
+	return 0;
+}
+
+/* tmpfile [TEXT] */
+static int c_tmpfile(int argc, char **argv)
+{
+	FILE *f = tmpfile();
+	return f ? stream_text(f, argc, argv, 0) : errno;
+}
+
+static int c_tmpfile64(int argc, char **argv)
+{
+	FILE *f = tmpfile64();
+	return f ? stream_text(f, argc, argv, 0) : errno;
+}
+
+/* ---- names ------------------------------------------------------------------------------ */
+
+/* unlink PATH */
+static int c_unlink(int argc, char **argv) { return rc_of(unlink(argv[0])); }
+
+/* unlinkat DIR PATH [FLAGS] */
+static int c_unlinkat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(fl, argc > 2 ? argv[2] : "0");
+	return rc_of(unlinkat(d, argv[1], (int)fl));
+}
+
+/* remove PATH */
+static int c_remove(int argc, char **argv) { return rc_of(remove(argv[0])); }
+
+/* rmdir PATH */
+static int c_rmdir(int argc, char **argv) { return rc_of(rmdir(argv[0])); }
+
+/* rename FROM TO */
+static int c_rename(int argc, char **argv) { return rc_of(rename(argv[0], argv[1])); }
+
+/* renameat DIR FROM DIR TO */
+static int c_renameat(int argc, char **argv)
+{
+	DIRFD(od, argv[0]);
+	DIRFD(nd, argv[2]);
+	return rc_of(renameat(od, argv[1], nd, argv[3]));
+}
+
+/* renameat2 DIR FROM DIR TO FLAGS */
+static int c_renameat2(int argc, char **argv)
+{
+	DIRFD(od, argv[0]);
+	DIRFD(nd, argv[2]);
+	NUM(fl, argv[4]);
+	return rc_of(renameat2(od, argv[1], nd, argv[3], (unsigned)fl));
+}
+
+/* link OLD NEW */
+static int c_link(int argc, char **argv) { return rc_of(link(argv[0], argv[1])); }
+
+/* linkat DIR OLD DIR NEW [FLAGS] */
+static int c_linkat(int argc, char **argv)
+{
+	DIRFD(od, argv[0]);
+	DIRFD(nd, argv[2]);
+	NUM(fl, argc > 4 ? argv[4] : "0");
+	return rc_of(linkat(od, argv[1], nd, argv[3], (int)fl));
+}
+
+/* symlink TARGET PATH */
+static int c_symlink(int argc, char **argv) { return rc_of(symlink(argv[0], argv[1])); }
+
+/* symlinkat TARGET DIR PATH */
+static int c_symlinkat(int argc, char **argv)
+{
+	DIRFD(d, argv[1]);
+	return rc_of(symlinkat(argv[0], d, argv[2]));
+}
+
+/* mkdir PATH MODE */
+static int c_mkdir(int argc, char **argv)
+{
+	MODE(m, argv[1]);
+	return rc_of(mkdir(argv[0], m));
+}
+
+/* mkdirat DIR PATH MODE */
+static int c_mkdirat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	MODE(m, argv[2]);
+	return rc_of(mkdirat(d, argv[1], m));
+}
+
+/* mknod PATH TYPE MODE [DEV] */
+static int c_mknod(int argc, char **argv)
+{
+	NUM(type, argv[1]);
+	MODE(m, argv[2]);
+	NUM(dev, argc > 3 ? argv[3] : "0");
+	return rc_of(mknod(argv[0], (mode_t)type | m, (dev_t)dev));
+}
+
+/* mknodat DIR PATH TYPE MODE [DEV] */
+static int c_mknodat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(type, argv[2]);
+	MODE(m, argv[3]);
+	NUM(dev, argc > 4 ? argv[4] : "0");
+	return rc_of(mknodat(d, argv[1], (mode_t)type | m, (dev_t)dev));
+}
+
+/* mkfifo PATH MODE */
+static int c_mkfifo(int argc, char **argv)
+{
+	MODE(m, argv[1]);
+	return rc_of(mkfifo(argv[0], m));
+}
+
+/* mkfifoat DIR PATH MODE */
+static int c_mkfifoat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	MODE(m, argv[2]);
+	return rc_of(mkfifoat(d, argv[1], m));
+}
+
+/* ---- size ------------------------------------------------------------------------------- */
+
+/* truncate PATH LEN */
+static int c_truncate(int argc, char **argv)
+{
+	NUM(len, argv[1]);
+	return rc_of(truncate(argv[0], (off_t)len));
+}
+
+static int c_truncate64(int argc, char **argv)
+{
+	NUM(len, argv[1]);
+	return rc_of(truncate64(argv[0], (off64_t)len));
+}
+
+/* ftruncate FILE LEN */
+static int c_ftruncate(int argc, char **argv)
+{
+	NUM(len, argv[1]);
+	RAWFD(fd, argv[0], O_WRONLY);
+	return rc_of(ftruncate(fd, (off_t)len));
+}
+
+static int c_ftruncate64(int argc, char **argv)
+{
+	NUM(len, argv[1]);
+	RAWFD(fd, argv[0], O_WRONLY);
+	return rc_of(ftruncate64(fd, (off64_t)len));
+}
+
+/* fallocate FILE MODE OFFSET LEN */
+static int c_fallocate(int argc, char **argv)
+{
+	NUM(m, argv[1]);
+	NUM(off, argv[2]);
+	NUM(len, argv[3]);
+	RAWFD(fd, argv[0], O_RDWR);
+	return rc_of(fallocate(fd, (int)m, (off_t)off, (off_t)len));
+}
+
+static int c_fallocate64(int argc, char **argv)
+{
+	NUM(m, argv[1]);
+	NUM(off, argv[2]);
+	NUM(len, argv[3]);
+	RAWFD(fd, argv[0], O_RDWR);
+	return rc_of(fallocate64(fd, (int)m, (off64_t)off, (off64_t)len));
+}
+
+/* posix_fallocate FILE OFFSET LEN   (returns the error number, errno untouched) */
+static int c_posix_fallocate(int argc, char **argv)
+{
+	NUM(off, argv[1]);
+	NUM(len, argv[2]);
+	RAWFD(fd, argv[0], O_RDWR);
+	return posix_fallocate(fd, (off_t)off, (off_t)len);
+}
+
+static int c_posix_fallocate64(int argc, char **argv)
+{
+	NUM(off, argv[1]);
+	NUM(len, argv[2]);
+	RAWFD(fd, argv[0], O_RDWR);
+	return posix_fallocate64(fd, (off64_t)off, (off64_t)len);
+}
+
+/* Both data movers copy LEN bytes (default: all of IN) to the start of OUT. */
+static long long in_size(int fd, int argc, char **argv, int at)
+{
+	long long n;
+	if (argc > at)
+		return parse_num(argv[at], &n) ? -1 : n;
+	struct stat sb;
+	return fstat(fd, &sb) < 0 ? -1 : (long long)sb.st_size;
+}
+
+/* copy_file_range IN OUT [LEN]   (OUT opened O_WRONLY, outside the shim's view) */
+static int c_copy_file_range(int argc, char **argv)
+{
+	RAWFD(in, argv[0], O_RDONLY);
+	RAWFD(out, argv[1], O_WRONLY);
+	long long n = in_size(in, argc, argv, 2);
+	if (n < 0)
+		return FAILED;
+	off64_t ioff = 0, ooff = 0;
+	ssize_t r = copy_file_range(in, &ioff, out, &ooff, (size_t)n, 0);
+	return r < 0 ? errno : r != n ? EIO : 0;
+}
+
+/* sendfile OUT IN [LEN] */
+static int c_sendfile(int argc, char **argv)
+{
+	RAWFD(out, argv[0], O_WRONLY);
+	RAWFD(in, argv[1], O_RDONLY);
+	long long n = in_size(in, argc, argv, 2);
+	if (n < 0)
+		return FAILED;
+	off_t off = 0;
+	ssize_t r = sendfile(out, in, &off, (size_t)n);
+	return r < 0 ? errno : r != n ? EIO : 0;
+}
+
+static int c_sendfile64(int argc, char **argv)
+{
+	RAWFD(out, argv[0], O_WRONLY);
+	RAWFD(in, argv[1], O_RDONLY);
+	long long n = in_size(in, argc, argv, 2);
+	if (n < 0)
+		return FAILED;
+	off64_t off = 0;
+	ssize_t r = sendfile64(out, in, &off, (size_t)n);
+	return r < 0 ? errno : r != n ? EIO : 0;
+}
+
+/* ---- metadata ---------------------------------------------------------------------------- */
+
+/* chmod PATH MODE */
+static int c_chmod(int argc, char **argv)
+{
+	MODE(m, argv[1]);
+	return rc_of(chmod(argv[0], m));
+}
+
+/* fchmod FILE MODE */
+static int c_fchmod(int argc, char **argv)
+{
+	MODE(m, argv[1]);
+	RAWFD(fd, argv[0], O_RDONLY);
+	return rc_of(fchmod(fd, m));
+}
+
+/* fchmodat DIR PATH MODE [FLAGS] */
+static int c_fchmodat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	MODE(m, argv[2]);
+	NUM(fl, argc > 3 ? argv[3] : "0");
+	return rc_of(fchmodat(d, argv[1], m, (int)fl));
+}
+
+/* lchmod PATH MODE   (glibc: EOPNOTSUPP on a symlink; works on other files) */
+static int c_lchmod(int argc, char **argv)
+{
+	MODE(m, argv[1]);
+	return rc_of(lchmod(argv[0], m));
+}
+
+/* chown PATH UID GID */
+static int c_chown(int argc, char **argv)
+{
+	NUM(u, argv[1]);
+	NUM(g, argv[2]);
+	return rc_of(chown(argv[0], (uid_t)u, (gid_t)g));
+}
+
+/* fchown FILE UID GID */
+static int c_fchown(int argc, char **argv)
+{
+	NUM(u, argv[1]);
+	NUM(g, argv[2]);
+	RAWFD(fd, argv[0], O_RDONLY);
+	return rc_of(fchown(fd, (uid_t)u, (gid_t)g));
+}
+
+/* lchown PATH UID GID */
+static int c_lchown(int argc, char **argv)
+{
+	NUM(u, argv[1]);
+	NUM(g, argv[2]);
+	return rc_of(lchown(argv[0], (uid_t)u, (gid_t)g));
+}
+
+/* fchownat DIR PATH UID GID [FLAGS] */
+static int c_fchownat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(u, argv[2]);
+	NUM(g, argv[3]);
+	NUM(fl, argc > 4 ? argv[4] : "0");
+	return rc_of(fchownat(d, argv[1], (uid_t)u, (gid_t)g, (int)fl));
+}
+
+/* Every time call sets atime and mtime to SEC (seconds since the epoch). */
+static void tv_of(struct timeval tv[2], long long sec)
+{
+	tv[0].tv_sec = tv[1].tv_sec = (time_t)sec;
+	tv[0].tv_usec = tv[1].tv_usec = 0;
+}
+
+static void ts_of(struct timespec ts[2], long long sec)
+{
+	ts[0].tv_sec = ts[1].tv_sec = (time_t)sec;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+}
+
+/* utime PATH SEC */
+static int c_utime(int argc, char **argv)
+{
+	NUM(sec, argv[1]);
+	struct utimbuf t = {.actime = (time_t)sec, .modtime = (time_t)sec};
+	return rc_of(utime(argv[0], &t));
+}
+
+/* utimes PATH SEC */
+static int c_utimes(int argc, char **argv)
+{
+	NUM(sec, argv[1]);
+	struct timeval tv[2];
+	tv_of(tv, sec);
+	return rc_of(utimes(argv[0], tv));
+}
+
+/* lutimes PATH SEC */
+static int c_lutimes(int argc, char **argv)
+{
+	NUM(sec, argv[1]);
+	struct timeval tv[2];
+	tv_of(tv, sec);
+	return rc_of(lutimes(argv[0], tv));
+}
+
+/* futimes FILE SEC */
+static int c_futimes(int argc, char **argv)
+{
+	NUM(sec, argv[1]);
+	RAWFD(fd, argv[0], O_RDONLY);
+	struct timeval tv[2];
+	tv_of(tv, sec);
+	return rc_of(futimes(fd, tv));
+}
+
+/* futimesat DIR PATH SEC */
+static int c_futimesat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(sec, argv[2]);
+	struct timeval tv[2];
+	tv_of(tv, sec);
+	return rc_of(futimesat(d, argv[1], tv));
+}
+
+/* utimensat DIR PATH SEC [FLAGS] */
+static int c_utimensat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(sec, argv[2]);
+	NUM(fl, argc > 3 ? argv[3] : "0");
+	struct timespec ts[2];
+	ts_of(ts, sec);
+	return rc_of(utimensat(d, argv[1], ts, (int)fl));
+}
+
+/* futimens FILE SEC */
+static int c_futimens(int argc, char **argv)
+{
+	NUM(sec, argv[1]);
+	RAWFD(fd, argv[0], O_RDONLY);
+	struct timespec ts[2];
+	ts_of(ts, sec);
+	return rc_of(futimens(fd, ts));
+}
+
+/* setxattr PATH NAME VALUE [FLAGS] */
+static int c_setxattr(int argc, char **argv)
+{
+	NUM(fl, argc > 3 ? argv[3] : "0");
+	return rc_of(setxattr(argv[0], argv[1], argv[2], strlen(argv[2]), (int)fl));
+}
+
+static int c_lsetxattr(int argc, char **argv)
+{
+	NUM(fl, argc > 3 ? argv[3] : "0");
+	return rc_of(lsetxattr(argv[0], argv[1], argv[2], strlen(argv[2]), (int)fl));
+}
+
+/* fsetxattr FILE NAME VALUE [FLAGS] */
+static int c_fsetxattr(int argc, char **argv)
+{
+	NUM(fl, argc > 3 ? argv[3] : "0");
+	RAWFD(fd, argv[0], O_RDONLY);
+	return rc_of(fsetxattr(fd, argv[1], argv[2], strlen(argv[2]), (int)fl));
+}
+
+/* removexattr PATH NAME */
+static int c_removexattr(int argc, char **argv) { return rc_of(removexattr(argv[0], argv[1])); }
+static int c_lremovexattr(int argc, char **argv) { return rc_of(lremovexattr(argv[0], argv[1])); }
+
+/* fremovexattr FILE NAME */
+static int c_fremovexattr(int argc, char **argv)
+{
+	RAWFD(fd, argv[0], O_RDONLY);
+	return rc_of(fremovexattr(fd, argv[1]));
+}
+
+/* ---- programs: a successful exec never returns; the new program's status is ours ---------- */
+
+/* execve PROG ARG0 [ARG...] */
+static int c_execve(int argc, char **argv) { return rc_of(execve(argv[0], argv + 1, environ)); }
+static int c_execv(int argc, char **argv) { return rc_of(execv(argv[0], argv + 1)); }
+static int c_execvp(int argc, char **argv) { return rc_of(execvp(argv[0], argv + 1)); }
+static int c_execvpe(int argc, char **argv)
+{
+	return rc_of(execvpe(argv[0], argv + 1, environ));
+}
+
+/* The execl forms take the argument list itself: up to 6 arguments after PROG. */
+#define LIST_CALL(n, v, CALL)                                                               \
+	switch (n) {                                                                        \
+	case 1: return rc_of(CALL(v[0], (char *)NULL));                                     \
+	case 2: return rc_of(CALL(v[0], v[1], (char *)NULL));                               \
+	case 3: return rc_of(CALL(v[0], v[1], v[2], (char *)NULL));                         \
+	case 4: return rc_of(CALL(v[0], v[1], v[2], v[3], (char *)NULL));                   \
+	case 5: return rc_of(CALL(v[0], v[1], v[2], v[3], v[4], (char *)NULL));             \
+	case 6: return rc_of(CALL(v[0], v[1], v[2], v[3], v[4], v[5], (char *)NULL));       \
+	default: fail("too many arguments for a list exec:", v[0]); return FAILED;          \
+	}
+
+/* execl PROG ARG0 [ARG...] */
+static int c_execl(int argc, char **argv)
+{
+#define CALL(...) execl(argv[0], __VA_ARGS__)
+	LIST_CALL(argc - 1, (argv + 1), CALL);
+#undef CALL
+}
+
+static int c_execle(int argc, char **argv)
+{
+#define CALL(...) execle(argv[0], __VA_ARGS__, environ)
+	LIST_CALL(argc - 1, (argv + 1), CALL);
+#undef CALL
+}
+
+static int c_execlp(int argc, char **argv)
+{
+#define CALL(...) execlp(argv[0], __VA_ARGS__)
+	LIST_CALL(argc - 1, (argv + 1), CALL);
+#undef CALL
+}
+
+/* fexecve PROG ARG0 [ARG...]   (PROG opened read-only, then executed by descriptor) */
+static int c_fexecve(int argc, char **argv)
+{
+	RAWFD(fd, argv[0], O_RDONLY);
+	return rc_of(fexecve(fd, argv + 1, environ));
+}
+
+/* execveat DIR PATH ARG0 [ARG...] */
+static int c_execveat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	return rc_of(execveat(d, argv[1], argv + 2, environ, 0));
+}
+
+/* posix_spawn PROG ARG0 [ARG...]: spawns, waits, succeeds if the child exits 0 */
+static int c_posix_spawn(int argc, char **argv)
+{
+	pid_t pid;
+	int r = posix_spawn(&pid, argv[0], NULL, NULL, argv + 1, environ);
+	return r ? r : wait_child(pid);
+}
+
+static int c_posix_spawnp(int argc, char **argv)
+{
+	pid_t pid;
+	int r = posix_spawnp(&pid, argv[0], NULL, NULL, argv + 1, environ);
+	return r ? r : wait_child(pid);
+}
+
+/* posix_spawn_file_actions_addopen FD PATH FLAGS MODE PROG ARG0 [ARG...]:
+ * registers the open (the wrapped call), then posix_spawn()s PROG with it. */
+static int c_posix_spawn_file_actions_addopen(int argc, char **argv)
+{
+	NUM(fd, argv[0]);
+	NUM(fl, argv[2]);
+	MODE(m, argv[3]);
+	posix_spawn_file_actions_t fa;
+	int r = posix_spawn_file_actions_init(&fa);
+	if (r)
+		return r;
+	r = posix_spawn_file_actions_addopen(&fa, (int)fd, argv[1], (int)fl, m);
+	if (r)
+		return r;
+	pid_t pid;
+	r = posix_spawn(&pid, argv[4], &fa, NULL, argv + 5, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	return r ? r : wait_child(pid);
+}
+
+/* system CMD: succeeds if the shell exits 0 */
+static int c_system(int argc, char **argv)
+{
+	int st = system(argv[0]);
+	return st < 0 ? errno : child_status(st);
+}
+
+/* popen CMD [MODE]: output of an "r" stream is copied to our stdout */
+static int c_popen(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "r";
+	FILE *f = popen(argv[0], mode);
+	if (!f)
+		return errno;
+	if (mode[0] == 'r') {
+		char buf[4096];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+			fwrite(buf, 1, n, stdout);
+	}
+	int st = pclose(f);
+	return st < 0 ? errno : child_status(st);
+}
+
+/* ---- dispatch -------------------------------------------------------------------------- */
+
+static const struct call {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	int min; /* arguments required after NAME */
+	const char *args;
+} calls[] = {
+	{"open", c_open, 3, "PATH FLAGS MODE [TEXT]"},
+	{"open64", c_open64, 3, "PATH FLAGS MODE [TEXT]"},
+	{"openat", c_openat, 4, "DIR PATH FLAGS MODE [TEXT]"},
+	{"openat64", c_openat64, 4, "DIR PATH FLAGS MODE [TEXT]"},
+	{"creat", c_creat, 2, "PATH MODE [TEXT]"},
+	{"creat64", c_creat64, 2, "PATH MODE [TEXT]"},
+	{"__open_2", c___open_2, 2, "PATH FLAGS [TEXT]"},
+	{"__open64_2", c___open64_2, 2, "PATH FLAGS [TEXT]"},
+	{"__openat_2", c___openat_2, 3, "DIR PATH FLAGS [TEXT]"},
+	{"__openat64_2", c___openat64_2, 3, "DIR PATH FLAGS [TEXT]"},
+	{"fopen", c_fopen, 2, "PATH MODE [TEXT]"},
+	{"fopen64", c_fopen64, 2, "PATH MODE [TEXT]"},
+	{"freopen", c_freopen, 2, "PATH|- MODE [TEXT]"},
+	{"freopen64", c_freopen64, 2, "PATH|- MODE [TEXT]"},
+	{"mkstemp", c_mkstemp, 1, "TEMPLATE"},
+	{"mkstemp64", c_mkstemp64, 1, "TEMPLATE"},
+	{"mkostemp", c_mkostemp, 2, "TEMPLATE FLAGS"},
+	{"mkostemp64", c_mkostemp64, 2, "TEMPLATE FLAGS"},
+	{"mkstemps", c_mkstemps, 2, "TEMPLATE SUFFIXLEN"},
+	{"mkstemps64", c_mkstemps64, 2, "TEMPLATE SUFFIXLEN"},
+	{"mkostemps", c_mkostemps, 3, "TEMPLATE SUFFIXLEN FLAGS"},
+	{"mkostemps64", c_mkostemps64, 3, "TEMPLATE SUFFIXLEN FLAGS"},
+	{"mkdtemp", c_mkdtemp, 1, "TEMPLATE"},
+	{"tmpfile", c_tmpfile, 0, "[TEXT]"},
+	{"tmpfile64", c_tmpfile64, 0, "[TEXT]"},
+	{"unlink", c_unlink, 1, "PATH"},
+	{"unlinkat", c_unlinkat, 2, "DIR PATH [FLAGS]"},
+	{"remove", c_remove, 1, "PATH"},
+	{"rmdir", c_rmdir, 1, "PATH"},
+	{"rename", c_rename, 2, "FROM TO"},
+	{"renameat", c_renameat, 4, "DIR FROM DIR TO"},
+	{"renameat2", c_renameat2, 5, "DIR FROM DIR TO FLAGS"},
+	{"link", c_link, 2, "OLD NEW"},
+	{"linkat", c_linkat, 4, "DIR OLD DIR NEW [FLAGS]"},
+	{"symlink", c_symlink, 2, "TARGET PATH"},
+	{"symlinkat", c_symlinkat, 3, "TARGET DIR PATH"},
+	{"mkdir", c_mkdir, 2, "PATH MODE"},
+	{"mkdirat", c_mkdirat, 3, "DIR PATH MODE"},
+	{"mknod", c_mknod, 3, "PATH TYPE MODE [DEV]"},
+	{"mknodat", c_mknodat, 4, "DIR PATH TYPE MODE [DEV]"},
+	{"mkfifo", c_mkfifo, 2, "PATH MODE"},
+	{"mkfifoat", c_mkfifoat, 3, "DIR PATH MODE"},
+	{"truncate", c_truncate, 2, "PATH LEN"},
+	{"truncate64", c_truncate64, 2, "PATH LEN"},
+	{"ftruncate", c_ftruncate, 2, "FILE LEN"},
+	{"ftruncate64", c_ftruncate64, 2, "FILE LEN"},
+	{"fallocate", c_fallocate, 4, "FILE MODE OFFSET LEN"},
+	{"fallocate64", c_fallocate64, 4, "FILE MODE OFFSET LEN"},
+	{"posix_fallocate", c_posix_fallocate, 3, "FILE OFFSET LEN"},
+	{"posix_fallocate64", c_posix_fallocate64, 3, "FILE OFFSET LEN"},
+	{"copy_file_range", c_copy_file_range, 2, "IN OUT [LEN]"},
+	{"sendfile", c_sendfile, 2, "OUT IN [LEN]"},
+	{"sendfile64", c_sendfile64, 2, "OUT IN [LEN]"},
+	{"chmod", c_chmod, 2, "PATH MODE"},
+	{"fchmod", c_fchmod, 2, "FILE MODE"},
+	{"fchmodat", c_fchmodat, 3, "DIR PATH MODE [FLAGS]"},
+	{"lchmod", c_lchmod, 2, "PATH MODE"},
+	{"chown", c_chown, 3, "PATH UID GID"},
+	{"fchown", c_fchown, 3, "FILE UID GID"},
+	{"lchown", c_lchown, 3, "PATH UID GID"},
+	{"fchownat", c_fchownat, 4, "DIR PATH UID GID [FLAGS]"},
+	{"utime", c_utime, 2, "PATH SEC"},
+	{"utimes", c_utimes, 2, "PATH SEC"},
+	{"lutimes", c_lutimes, 2, "PATH SEC"},
+	{"futimes", c_futimes, 2, "FILE SEC"},
+	{"futimesat", c_futimesat, 3, "DIR PATH SEC"},
+	{"utimensat", c_utimensat, 3, "DIR PATH SEC [FLAGS]"},
+	{"futimens", c_futimens, 2, "FILE SEC"},
+	{"setxattr", c_setxattr, 3, "PATH NAME VALUE [FLAGS]"},
+	{"lsetxattr", c_lsetxattr, 3, "PATH NAME VALUE [FLAGS]"},
+	{"fsetxattr", c_fsetxattr, 3, "FILE NAME VALUE [FLAGS]"},
+	{"removexattr", c_removexattr, 2, "PATH NAME"},
+	{"lremovexattr", c_lremovexattr, 2, "PATH NAME"},
+	{"fremovexattr", c_fremovexattr, 2, "FILE NAME"},
+	{"execve", c_execve, 2, "PROG ARG0 [ARG...]"},
+	{"execv", c_execv, 2, "PROG ARG0 [ARG...]"},
+	{"execvp", c_execvp, 2, "FILE ARG0 [ARG...]"},
+	{"execvpe", c_execvpe, 2, "FILE ARG0 [ARG...]"},
+	{"execl", c_execl, 2, "PROG ARG0 [ARG...]"},
+	{"execle", c_execle, 2, "PROG ARG0 [ARG...]"},
+	{"execlp", c_execlp, 2, "FILE ARG0 [ARG...]"},
+	{"fexecve", c_fexecve, 2, "PROG ARG0 [ARG...]"},
+	{"execveat", c_execveat, 3, "DIR PATH ARG0 [ARG...]"},
+	{"posix_spawn", c_posix_spawn, 2, "PROG ARG0 [ARG...]"},
+	{"posix_spawnp", c_posix_spawnp, 2, "FILE ARG0 [ARG...]"},
+	{"posix_spawn_file_actions_addopen", c_posix_spawn_file_actions_addopen, 6,
+	 "FD PATH FLAGS MODE PROG ARG0 [ARG...]"},
+	{"system", c_system, 1, "CMD"},
+	{"popen", c_popen, 1, "CMD [MODE]"},
+};
+
+#define NCALLS (sizeof calls / sizeof calls[0])
+
+static void usage(FILE *to)
+{
+	fprintf(to, "usage: %s NAME ARG...   call the libc entry point NAME\n"
+		    "       %s --list        the names implemented\n"
+		    "       %s NAME --help   the arguments of NAME\n"
+		    "FLAGS: a number or names joined by ',' (e.g. wronly,trunc); MODE: octal;\n"
+		    "FILE: a path (opened with a raw syscall) or fd:N; DIR: a path or AT_FDCWD.\n",
+		prog, prog, prog);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--list") == 0) {
+		for (size_t i = 0; i < NCALLS; i++)
+			printf("%s\n", calls[i].name);
+		return fflush(stdout) == 0 ? 0 : 1;
+	}
+	const struct call *c = NULL;
+	for (size_t i = 0; i < NCALLS && !c; i++)
+		if (strcmp(argv[1], calls[i].name) == 0)
+			c = &calls[i];
+	if (!c) {
+		fprintf(stderr, "%s: unknown entry point '%s' (see --list)\n", prog, argv[1]);
+		return 2;
+	}
+	cur = c->name;
+	if (argc > 2 && strcmp(argv[2], "--help") == 0) {
+		printf("%s %s %s\n", prog, c->name, c->args);
+		return 0;
+	}
+	if (argc - 2 < c->min) {
+		fprintf(stderr, "usage: %s %s %s\n", prog, c->name, c->args);
+		return 2;
+	}
+	int r = c->fn(argc - 2, argv + 2);
+	if (fflush(stdout) != 0 && r == 0)
+		r = errno;
+	if (r > 0)
+		fprintf(stderr, "%s: %s: %s (errno %d)\n", prog, c->name, strerror(r), r);
+	return r ? 1 : 0;
+}
