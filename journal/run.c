@@ -143,6 +143,11 @@ int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta,
 int bbx_run_open(struct bbx_run *run, const char *dir)
 {
 	memset(run, 0, sizeof *run);
+	/* Canonical, so the "never write into the journal directory" check compares like
+	 * with like. */
+	char canon[PATH_MAX];
+	if (realpath(dir, canon))
+		dir = canon;
 	int n = snprintf(run->dir, sizeof run->dir, "%s", dir);
 	if (n < 0 || (size_t)n >= sizeof run->dir - 32)
 		return -ENAMETOOLONG;

@@ -13,7 +13,6 @@
  * Progress goes to DIR/undo/progress after each step; DIR/undone marks the end.
  */
 #include "undo.h"
-#include "pathmap.h"
 #include "undo_ops.h"
 
 #include <errno.h>
@@ -115,14 +114,69 @@ out:
 
 /* ---- execution ---------------------------------------------------------------- */
 
+/* Inode aliases: directories cannot be hard-linked, so a directory the undo recreates
+ * (and any object it restores by copy) has a new inode number.  Later steps that
+ * recognise objects by inode (rename-back, creation removal) accept the alias. */
+struct inomap {
+	uint64_t *k, *v;
+	size_t cap, len;
+};
+
+static void ino_alias(struct inomap *m, uint64_t old, uint64_t now)
+{
+	if ((m->len + 1) * 2 > m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 256;
+		uint64_t *nk = calloc(ncap, sizeof *nk), *nv = calloc(ncap, sizeof *nv);
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return; /* only costs a spurious conflict later */
+		}
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->k[i])
+				continue;
+			size_t j = (m->k[i] * 0x9E3779B97F4A7C15ull) & (ncap - 1);
+			while (nk[j])
+				j = (j + 1) & (ncap - 1);
+			nk[j] = m->k[i];
+			nv[j] = m->v[i];
+		}
+		free(m->k);
+		free(m->v);
+		m->k = nk, m->v = nv, m->cap = ncap;
+	}
+	size_t i = ((old + 1) * 0x9E3779B97F4A7C15ull) & (m->cap - 1);
+	while (m->k[i] && m->k[i] != old + 1)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->k[i])
+		m->len++;
+	m->k[i] = old + 1;
+	m->v[i] = now;
+}
+
+static int ino_same(const struct inomap *m, uint64_t cur, uint64_t recorded)
+{
+	if (cur == recorded)
+		return 1;
+	if (!m->cap)
+		return 0;
+	size_t i = ((recorded + 1) * 0x9E3779B97F4A7C15ull) & (m->cap - 1);
+	while (m->k[i]) {
+		if (m->k[i] == recorded + 1)
+			return m->v[i] == cur;
+		i = (i + 1) & (m->cap - 1);
+	}
+	return 0;
+}
+
 struct ctx {
 	const char *dir;
+	struct inomap alias;
 	struct bbx_reader r;
 	struct bbx_uops u;
 	struct bbx_run run;
 	const struct bbx_undo_opts *o;
 	struct bbx_undo_stats *s;
-	struct bbx_pathmap finals; /* path -> index+1 into final_offs */
 	int progress_fd;
 };
 
@@ -190,7 +244,7 @@ static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_u
 	struct stat sb;
 	if (lstat(r->path, &sb) < 0)
 		return; /* already gone */
-	if (st->has_ino && sb.st_ino != st->ino) {
+	if (st->has_ino && !ino_same(&c->alias, sb.st_ino, st->ino)) {
 		move_aside(c, r->path, "is not what this run created");
 		return;
 	}
@@ -228,7 +282,7 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 	char obj[PATH_MAX + 64], tmp[PATH_MAX + 32];
 	int rc = 0;
 	if (action == BBX_UNDO_RESTORE_LINK) {
-		if (exists && sb.st_ino == r->st.ino && sb.st_dev == r->st.dev)
+		if (exists && ino_same(&c->alias, sb.st_ino, r->st.ino))
 			return; /* the kept inode is already there */
 		if ((rc = objpath(c, r, obj, sizeof obj)))
 			goto out;
@@ -248,7 +302,7 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 	if (action == BBX_UNDO_RESTORE_COPY) {
 		if ((rc = objpath(c, r, obj, sizeof obj)))
 			goto out;
-		if (exists && S_ISREG(sb.st_mode) && sb.st_ino == r->st.ino) {
+		if (exists && S_ISREG(sb.st_mode) && ino_same(&c->alias, sb.st_ino, r->st.ino)) {
 			/* Same inode: write in place, so its other hard links see it too. */
 			rc = bbx_uop_copy_into(&c->u, obj, r->path);
 		} else if (!exists) {
@@ -295,6 +349,8 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 	if (!rc)
 		meta_from(c, r->path, r, 1);
 out:
+	if (!rc && lstat(r->path, &sb) == 0 && sb.st_ino != r->st.ino)
+		ino_alias(&c->alias, r->st.ino, sb.st_ino);
 	if (rc)
 		fail(c, "restoring", r->path, rc);
 	else {
@@ -306,7 +362,7 @@ out:
 static void do_truncate(struct ctx *c, const struct bbx_rec *r)
 {
 	struct stat sb;
-	if (stat(r->path, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_ino != r->st.ino)
+	if (stat(r->path, &sb) < 0 || !S_ISREG(sb.st_mode) || !ino_same(&c->alias, sb.st_ino, r->st.ino))
 		return; /* replaced since: a later step restores the name */
 	if ((uint64_t)sb.st_size != r->size) {
 		int rc = bbx_uop_truncate(&c->u, r->path, (off_t)r->size);
@@ -329,17 +385,20 @@ static void do_mkdir(struct ctx *c, const struct bbx_rec *r)
 			return;
 	}
 	int rc = bbx_uop_mkdir(&c->u, r->path, r->st.mode & 07777);
-	if (rc)
+	if (rc) {
 		fail(c, "recreating directory", r->path, rc);
-	else
-		c->s->restored++;
+		return;
+	}
+	if (lstat(r->path, &sb) == 0)
+		ino_alias(&c->alias, r->st.ino, sb.st_ino);
+	c->s->restored++;
 }
 
 static void do_rename_back(struct ctx *c, const struct bbx_rec *r)
 {
 	struct stat sa, sb;
 	int a = lstat(r->path, &sa) == 0, b = lstat(r->path2, &sb) == 0;
-	int moved = b && sb.st_ino == r->ino && sb.st_dev == r->dev;
+	int moved = b && ino_same(&c->alias, sb.st_ino, r->ino);
 	if (!moved)
 		return; /* never happened, or already moved back */
 	int rc;
@@ -569,7 +628,8 @@ out:
 		close(c.progress_fd);
 	free(steps);
 	free(offs);
-	bbx_pathmap_free(&c.finals);
+	free(c.alias.k);
+	free(c.alias.v);
 	bbx_reader_close(&c.r);
 	return rc;
 }

@@ -79,7 +79,7 @@ rt_case() {
 	expect_rc $rc 0 "$desc: workload exits 0 under bbx-run"
 	for check in "$@"; do
 		(cd "$ws" && eval "$check")
-		ok $? "$desc: after the run, $check"
+		ok $? "$desc: after the run, $(printf '%s' "$check" | tr -s '\n\t#' '  ')"
 	done
 	after=$(rt_snap "$ws" after)
 	differ "$before" "$after" "$desc: workload changed the tree"
