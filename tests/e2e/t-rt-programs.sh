@@ -82,25 +82,15 @@ rt_case "git checkout of another branch, reset --hard, clean, gc" "$W" \
 	 git commit -qm t && git checkout -q main && git reset -q --hard HEAD~1 &&
 	 git clean -fdq && git gc -q && git branch -q -D topic' \
 	'[ ! -e untracked.txt ] && [ ! -e build ] && [ -n "$(ls .git/objects/pack/*.pack)" ]'
-(cd "$W" && git fsck -q --no-dangling >/dev/null 2>&1 && [ "$(git rev-parse HEAD)" = "$(cat "$T_TMP/git.head")" ])
+(cd "$W" && git fsck --no-dangling --no-progress >/dev/null && [ "$(git rev-parse HEAD)" = "$(cat "$T_TMP/git.head")" ])
 ok $? "git: after undo the repository is consistent (git fsck) and HEAD is back"
 
 # --- make + gcc -----------------------------------------------------------------------
 mkfile() {
-	cat >"$1/Makefile" <<-'EOF'
-	CC = gcc
-	CFLAGS = -O1 -Wall
-	OBJS = build/main.o build/util.o
-	prog: $(OBJS)
-		$(CC) -o $@ $(OBJS)
-	build/%.o: src/%.c src/util.h | build
-		$(CC) $(CFLAGS) -Isrc -c -o $@ $<
-	build:
-		mkdir -p build
-	clean:
-		rm -rf build prog
-	.PHONY: clean
-	EOF
+	printf '%s\n' 'CC = gcc' 'CFLAGS = -O1 -Wall' 'OBJS = build/main.o build/util.o' \
+		'prog: $(OBJS)' '	$(CC) -o $@ $(OBJS)' \
+		'build/%.o: src/%.c src/util.h | build' '	$(CC) $(CFLAGS) -Isrc -c -o $@ $<' \
+		'build:' '	mkdir -p build' 'clean:' '	rm -rf build prog' '.PHONY: clean' >"$1/Makefile"
 }
 
 W=$(ws)
