@@ -81,13 +81,28 @@ section "4. what the journal recorded (bbx-log J)"
 rc=$?
 [ "$rc" -eq 0 ] || { cat "$T/log.err" >&2; die "bbx-log failed (exit $rc)"; }
 printf '%d records:' "$(wc -l < "$T/log.txt")"
-awk '{ n[$4]++ } END { for (t in n) printf " %s=%d", t, n[t]; printf "\n" }' "$T/log.txt"
-printf 'objects/ holds %d preserved pre-images\n\n' "$(find "$J/objects" -type f | wc -l)"
-# The mutations, without the RESULT, EXEC and FINAL bookkeeping around them.
-grep -Ev '^[^ ]+ [^ ]+ [^ ]+ (RESULT|EXEC|FINAL|SEAL) ' "$T/log.txt" > "$T/log.short"
-shorten < "$T/log.short" | head -n 25
-more=$(($(wc -l < "$T/log.short") - 25))
-[ "$more" -gt 0 ] && printf '... %d more (full log: bbx-log %s)\n' "$more" "$J"
+awk '{ n[$4]++ }
+     END { split("EXEC CREATE PRESERVE SIZE RMDIR RENAME META DIRMETA RESULT FINAL SEAL NOTE", o)
+           for (i = 1; i in o; i++) if (o[i] in n) printf " %s=%d", o[i], n[o[i]]
+           printf "\n" }' "$T/log.txt"
+printf 'objects/ holds %d preserved pre-images\n\n' "$(ls -A "$J/objects" | wc -l)"
+# The programs and the mutations, without the RESULT and FINAL/SEAL bookkeeping; a long
+# run of records of one process under one top-level directory is cut after 6 lines.
+grep -Ev '^[^ ]+ [^ ]+ [^ ]+ (RESULT|FINAL|SEAL) ' "$T/log.txt" | shorten |
+awk -v keep=6 -v limit=8 '
+	function flush(   i) {
+		if (n > limit) {
+			for (i = 1; i <= keep; i++) print buf[i]
+			printf "    ... %d more records like these\n", n - keep
+		} else {
+			for (i = 1; i <= n; i++) print buf[i]
+		}
+		n = 0
+	}
+	{ split($6, p, "/"); key = $3 " " p[1] "/" p[2] }
+	key != prev { flush(); prev = key }
+	{ buf[++n] = $0 }
+	END { flush() }'
 [ -s "$T/log.err" ] && sed 's/^/bbx-log: /' "$T/log.err"
 
 section "5. bbx-undo J"

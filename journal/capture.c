@@ -20,20 +20,45 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <pthread.h>
 #include <unistd.h>
 
-#define REC_BUF (3 * PATH_MAX + 4096)
 #define COPY_BUF 16384
 #define XATTR_INLINE 4096
 
-/* Per-thread scratch: the re-entry guard guarantees one capture at a time per thread. */
-struct cap_tls {
-	uint8_t rec[REC_BUF];
-	char obj[PATH_MAX];
-	char tmp[PATH_MAX];
-	char lnk[PATH_MAX];
-};
-static __thread struct cap_tls tls __attribute__((tls_model("initial-exec")));
+/* Thread-local storage holds only a pointer: a large static TLS block would be zeroed
+ * and faulted in by every process and thread at start, mutating or not. */
+static __thread struct bbx_scratch *scratch_tls __attribute__((tls_model("initial-exec")));
+static pthread_key_t scratch_key;
+static int scratch_key_state; /* 0 none, 1 being created, 2 ready, 3 unavailable */
+
+static void scratch_free(void *p) { munmap(p, sizeof(struct bbx_scratch)); }
+
+struct bbx_scratch *bbx_scratch(void)
+{
+	struct bbx_scratch *s = scratch_tls;
+	if (s)
+		return s;
+	s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s == MAP_FAILED)
+		return NULL;
+	int st = 0;
+	if (__atomic_compare_exchange_n(&scratch_key_state, &st, 1, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		st = pthread_key_create(&scratch_key, scratch_free) == 0 ? 2 : 3;
+		__atomic_store_n(&scratch_key_state, st, __ATOMIC_RELEASE);
+	}
+	while (st == 1)
+		st = __atomic_load_n(&scratch_key_state, __ATOMIC_ACQUIRE);
+	if (st == 2)
+		pthread_setspecific(scratch_key, s); /* unmapped when the thread exits */
+	scratch_tls = s;
+	return s;
+}
+
+/* Inside the capture functions: the caller (shim wrapper or tool) obtained the scratch
+ * already, so this cannot fail here. */
+#define tls (*scratch_tls)
 
 static int in_journal_dir(const struct bbx_run *run, const char *path)
 {
@@ -218,6 +243,8 @@ static int record_size(struct bbx_run *run, const char *op, const char *path,
 int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int kind,
 		   uint32_t mode, const char *target, struct bbx_pending *pend)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	pend->seq = 0;
 	if (in_journal_dir(run, path))
 		return -EACCES;
@@ -245,6 +272,8 @@ int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int ki
 void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend, long ret,
 		  int err, int fd)
 {
+	if (!bbx_scratch())
+		return;
 	if (!pend->seq)
 		return;
 	struct stat sb;
@@ -299,6 +328,8 @@ static int follow_dangling(const char *path, char *out, size_t cap)
 int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int oflags,
 		 uint32_t mode, char *resolved, struct bbx_pending *pend)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	pend->seq = 0;
 	int acc = oflags & O_ACCMODE;
 	int writes = acc != O_RDONLY || (oflags & O_TRUNC);
@@ -346,6 +377,8 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 /* PRESERVE of a name about to disappear (unlink, rename-over) or RMDIR. */
 int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	if (in_journal_dir(run, path))
 		return -EACCES;
 	struct stat sb;
@@ -410,6 +443,8 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const char *to,
 		   unsigned flags)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	if (in_journal_dir(run, from) || in_journal_dir(run, to))
 		return -EACCES;
 	struct stat sf, st;
@@ -439,6 +474,8 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd,
 		   int64_t newlen, int punch)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	struct stat sb;
 	if ((fd >= 0 ? fstat(fd, &sb) : stat(path, &sb)) < 0 || !S_ISREG(sb.st_mode))
 		return 0;
@@ -463,6 +500,8 @@ int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd
 
 int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	struct stat sb;
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_nlink == 0)
 		return 0;
@@ -486,6 +525,8 @@ int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd)
 int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, uint32_t mask,
 		 const char *xname)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	struct stat sb;
 	int rc;
 	if (fd >= 0) {
@@ -545,6 +586,8 @@ out:
 int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
 		 uint64_t *seq)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	size_t need = PATH_MAX * 2 + 1024;
 	for (size_t i = 0; argv && argv[i]; i++)
 		need += strlen(argv[i]) + 1;
@@ -594,6 +637,8 @@ int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *con
 
 int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	struct bbx_enc e;
 	begin(&e, BBX_REC_RESULT, op, NULL);
 	bbx_enc_u64(&e, BBX_T_REF, ref);
@@ -604,6 +649,8 @@ int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, 
 
 int bbx_cap_note(struct bbx_run *run, const char *op, const char *path, const char *text)
 {
+	if (!bbx_scratch())
+		return -ENOMEM;
 	struct bbx_enc e;
 	begin(&e, BBX_REC_NOTE, op, path);
 	bbx_enc_str(&e, BBX_T_TEXT, text);

@@ -9,8 +9,10 @@
  * with that errno (invariant 2).  A target that does not exist, or a call that will
  * fail anyway, is not an error: nothing is recorded and 0 is returned.
  *
- * Allocation-free and lock-free; record buffers live in thread-local storage, which the
- * shim's re-entry guard keeps from being used twice at once on one thread.
+ * Allocation-free and lock-free.  Record and path buffers live in a per-thread scratch
+ * area (bbx_scratch) mapped on a thread's first mutation, so threads and processes that
+ * never mutate pay nothing for it; the shim's re-entry guard keeps it from being used
+ * twice at once on one thread.
  */
 #ifndef BBX_CAPTURE_H
 #define BBX_CAPTURE_H
@@ -19,6 +21,20 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+
+#define BBX_REC_BUF (2 * PATH_MAX + 8192)
+
+/* Per-thread scratch.  a, b, c are for callers (the shim's resolved paths); the rest is
+ * used inside the capture functions. */
+struct bbx_scratch {
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+	uint8_t rec[BBX_REC_BUF];
+	char obj[PATH_MAX], tmp[PATH_MAX], lnk[PATH_MAX];
+};
+
+/* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at
+ * thread exit.  NULL when it cannot be mapped: callers refuse with ENOMEM. */
+struct bbx_scratch *bbx_scratch(void);
 
 /* A creation in flight: filled by a bbx_cap_* call, completed by bbx_cap_done(). */
 struct bbx_pending {

@@ -165,7 +165,7 @@ BBX_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	int saved;
 	if (!bbx_enter(&saved))
 		return BBX_REAL(fexecve)(fd, argv, envp);
-	char *exe = bbx_tp.a;
+	char exe[PATH_MAX];
 	if (bbx_path_fd(fd, exe, PATH_MAX))
 		snprintf(exe, PATH_MAX, "/proc/self/fd/%d", fd);
 	long seq = record_exec("fexecve", exe, argv);
@@ -184,7 +184,7 @@ BBX_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
 	int saved;
 	if (!bbx_enter(&saved))
 		return BBX_REAL(execveat)(dirfd, path, argv, envp, flags);
-	char *exe = bbx_tp.a;
+	char exe[PATH_MAX];
 	int rc = (flags & AT_EMPTY_PATH) && !*path ? bbx_path_fd(dirfd, exe, PATH_MAX)
 							      : bbx_path_abs(dirfd, path, exe, PATH_MAX);
 	if (rc)

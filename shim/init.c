@@ -23,34 +23,30 @@ struct bbx_run bbx_run;
 int bbx_status = -EAGAIN;
 int bbx_inited;
 __thread int bbx_guard __attribute__((tls_model("initial-exec")));
-__thread struct bbx_paths bbx_tp __attribute__((tls_model("initial-exec")));
 
+/* Each entry: the name, where its real address goes, and our own wrapper's address. */
 static const struct {
 	const char *name;
 	void **slot;
+	void *self;
 } table[] = {
-#define BBX_WRAP(name, ret, params) {#name, (void **)&bbx_real_##name},
+#define BBX_WRAP(name, ret, params) {#name, (void **)&bbx_real_##name, (void *)name},
 #include "wrappers.def"
 #undef BBX_WRAP
 };
 
-void bbx_resolve_all(void)
+void bbx_resolve(int idx)
 {
-	Dl_info self;
-	int have_self = dladdr((void *)bbx_resolve_all, &self) != 0;
-	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-		if (*table[i].slot)
-			continue;
-		void *p = dlsym(RTLD_NEXT, table[i].name);
-		Dl_info where;
-		/* proxychains-ng's lesson: RTLD_NEXT must never hand back our own wrapper. */
-		if (p && have_self && dladdr(p, &where) && where.dli_fbase == self.dli_fbase) {
-			static const char msg[] = "bbx: dlsym(RTLD_NEXT) returned the shim itself\n";
-			(void)!write(2, msg, sizeof msg - 1);
-			abort();
-		}
-		__atomic_store_n(table[i].slot, p, __ATOMIC_RELEASE);
+	void *p = dlsym(RTLD_NEXT, table[idx].name);
+	/* proxychains-ng's lesson: RTLD_NEXT must never hand back our own wrapper (it would
+	 * recurse forever).  A pointer compare, no dladdr(): dladdr scans symbol tables
+	 * and would cost every process start-up a millisecond. */
+	if (p && p == table[idx].self) {
+		static const char msg[] = "bbx: dlsym(RTLD_NEXT) returned the shim itself\n";
+		(void)!write(2, msg, sizeof msg - 1);
+		abort();
 	}
+	__atomic_store_n(table[idx].slot, p, __ATOMIC_RELEASE);
 }
 
 static void warn_once(const char *what, int err)
@@ -101,7 +97,6 @@ void bbx_init(void)
 	}
 	int saved = errno, g = bbx_guard;
 	bbx_guard = 1;
-	bbx_resolve_all();
 	setup_run();
 	bbx_env_init();
 	bbx_guard = g;

@@ -12,6 +12,8 @@
 #define BBX_SHIM_H
 
 #include <dirent.h>
+#include <sys/sendfile.h>
+#include <sys/xattr.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -37,9 +39,19 @@ int lchmod(const char *, mode_t);
 #include "wrappers.def"
 #undef BBX_WRAP
 
-/* Resolves every real pointer with dlsym(RTLD_NEXT); aborts if one resolves to us. */
-void bbx_resolve_all(void);
-#define BBX_REAL(name) (bbx_real_##name ? bbx_real_##name : (bbx_resolve_all(), bbx_real_##name))
+enum {
+#define BBX_WRAP(name, ret, params) BBX_IDX_##name,
+#include "wrappers.def"
+#undef BBX_WRAP
+	BBX_NWRAP
+};
+/* Resolves one real function with dlsym(RTLD_NEXT), on first use: a process pays only
+ * for what it calls (start-up budget).  Aborts if the lookup finds our own wrapper. */
+void bbx_resolve(int idx);
+#define BBX_REAL(name)                                                                      \
+	(__atomic_load_n(&bbx_real_##name, __ATOMIC_ACQUIRE)                                \
+		 ? bbx_real_##name                                                          \
+		 : (bbx_resolve(BBX_IDX_##name), bbx_real_##name))
 
 /* The run this process journals into, and whether journaling works. */
 extern struct bbx_run bbx_run;
@@ -47,11 +59,8 @@ extern int bbx_status; /* 0 = active, else the -errno that made the journal unus
 
 extern __thread int bbx_guard __attribute__((tls_model("initial-exec")));
 
-/* Per-thread path scratch (the guard keeps one wrapper at a time per thread). */
-struct bbx_paths {
-	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
-};
-extern __thread struct bbx_paths bbx_tp __attribute__((tls_model("initial-exec")));
+/* Per-thread path scratch (journal/capture.h); valid once bbx_usable() returned 0. */
+#define bbx_tp (*bbx_scratch())
 
 void bbx_init(void);
 extern int bbx_inited;
@@ -83,8 +92,14 @@ static inline int bbx_refuse(int rc)
 	return -1;
 }
 
-/* Journal unusable: every mutation is refused with the reason. */
-static inline int bbx_usable(void) { return bbx_status; }
+/* 0 when this thread can journal; else the -errno every mutation is refused with
+ * (journal unusable since start-up, or no scratch memory). */
+static inline int bbx_usable(void)
+{
+	if (bbx_status)
+		return bbx_status;
+	return bbx_scratch() ? 0 : -ENOMEM;
+}
 
 /* exec support (env.c) */
 #define BBX_ENV_EXTRA 4

@@ -1,1 +1,9 @@
 # tests/e2e
+# every wrappers.def entry point, called by tests/progs/callwrap (t-entrypoints.sh)
+TESTS += tests/e2e/t-entrypoints.sh
+EXTRA_DIST += tests/e2e/t-entrypoints.sh
+# round trips with real programs: workload under bbx-run, bbx-undo, byte-exact tree
+TESTS += tests/e2e/t-rt-coreutils.sh tests/e2e/t-rt-programs.sh tests/e2e/t-rt-procs.sh \
+	tests/e2e/t-undo-modes.sh tests/e2e/t-failclosed.sh
+EXTRA_DIST += tests/e2e/roundtrip.sh tests/e2e/t-rt-coreutils.sh tests/e2e/t-rt-programs.sh \
+	tests/e2e/t-rt-procs.sh tests/e2e/t-undo-modes.sh tests/e2e/t-failclosed.sh

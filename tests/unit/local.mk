@@ -1,1 +1,19 @@
-# tests/unit
+# tests/unit: libcheck unit tests of the journal library.  Each program prints TAP on
+# stdout (srunner_set_tap "-"), which automake's tap-driver (tests/local.mk) counts case
+# by case.  CK_FORK=no runs the cases in one process (for valgrind/gdb).
+check_PROGRAMS += \
+	tests/unit/check_record \
+	tests/unit/check_reader \
+	$(NULL)
+TESTS += \
+	tests/unit/check_record \
+	tests/unit/check_reader \
+	$(NULL)
+
+tests_unit_check_record_SOURCES = tests/unit/check_record.c tests/unit/unit.h
+tests_unit_check_record_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_check_record_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
+
+tests_unit_check_reader_SOURCES = tests/unit/check_reader.c tests/unit/unit.h
+tests_unit_check_reader_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_check_reader_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)

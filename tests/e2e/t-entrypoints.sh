@@ -1,0 +1,299 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# t-entrypoints.sh - every libc entry point in shim/wrappers.def, called by its own name.
+#
+# STYLE.md: "Every wrapped entry point has a test program that calls it and a test that
+# sees its record."  For each case below: a fresh workspace of pre-existing files, a
+# directory, an empty directory, a symlink and an xattr; a snapshot; tests/progs/callwrap
+# calling exactly that entry point under bbx-run, changing something that existed before
+# (so undo has real work); then
+#   (a) the call succeeded and changed the tree,
+#   (b) bbx-log shows the record type(s) expected of it under that op name,
+#   (c) bbx-undo exits 0,
+#   (d) the tree (content, modes, owners, mtimes, symlinks, xattrs) is as before.
+# Plus: callwrap --list and its imports cover every name, libbbxshim.so exports exactly
+# the names of wrappers.def, and every name has at least one case here.
+. "$BBX_SRCDIR/tests/e2e/lib.sh"
+
+DEF="$BBX_SRCDIR/shim/wrappers.def"
+CW="$BBX_CALLWRAP"
+mapfile -t NAMES < <(sed -n 's/^BBX_WRAP(\([A-Za-z0-9_]*\),.*/\1/p' "$DEF")
+OLD=1000000000 # mtime of every pre-existing path (2001-09-09)
+SEC=1234567890 # what the time calls set
+
+# chown needs root to change anything; otherwise it is a same-owner no-op (still a META).
+if [ "$(id -u)" = 0 ]; then
+	U=4242 G=4343 OWN_SAME=
+else
+	U=$(id -u) G=$(id -g) OWN_SAME=1
+fi
+
+# The workspace every case starts from.
+mk_ws() {
+	W=$(new_ws)
+	printf 'hello world, this is f\n' >"$W/f"
+	printf 'second file g\n' >"$W/g"
+	: >"$W/empty"
+	printf 'file with an attribute\n' >"$W/x"
+	mkdir "$W/d" "$W/e"
+	printf 'inner\n' >"$W/d/inner"
+	ln -s f "$W/l"
+	chmod 644 "$W/f" "$W/g" "$W/empty" "$W/x" "$W/d/inner"
+	chmod 755 "$W/d" "$W/e"
+	# Outside any run: callwrap without the shim is plain libc.
+	"$CW" setxattr "$W/x" user.bbx old || diag "cannot set up user xattrs in $W"
+	find "$W" -depth -exec touch -h -d "@$OLD" {} +
+}
+
+# snapx DIR OUT: snapshot.py's lines, plus every user xattr (snapshot.py has none), into
+# OUT.  About 300 snapshots are taken; a python3 start costs ~0.1 s on a slow machine, so
+# one python3 serves them all, running the very snapshot.py that lib.sh's snap runs.
+SNAP_PY='
+import io, os, runpy, sys
+from contextlib import redirect_stdout
+script = sys.argv[1]
+for req in sys.stdin:
+    root, out = req.rstrip("\n").split("\t")
+    buf = io.StringIO()
+    try:
+        sys.argv = [script, root]
+        with redirect_stdout(buf):
+            runpy.run_path(script, run_name="__main__")
+        xs = []
+        for d, dirs, files in os.walk(root):
+            for p in [d] + [os.path.join(d, n) for n in dirs + files]:
+                for n in os.listxattr(p, follow_symlinks=False):
+                    v = os.getxattr(p, n, follow_symlinks=False)
+                    xs.append("xattr\t%s\t%s=%r\n" % (os.path.relpath(p, root), n, v))
+        buf.write("".join(sorted(xs)))
+    except Exception as e:
+        buf.write("snapshot failed: %r\n" % e)
+    with open(out, "w") as f:
+        f.write(buf.getvalue())
+    print("done", flush=True)
+'
+coproc SNAPD { exec "${PYTHON3:-python3}" -c "$SNAP_PY" "$BBX_SRCDIR/tests/e2e/snapshot.py"; }
+snapx() {
+	local reply=
+	printf '%s\t%s\n' "$1" "$2" >&"${SNAPD[1]}"
+	read -r reply <&"${SNAPD[0]}"
+	[ "$reply" = done ] || { diag "snapshot server gone"; echo "no snapshot" >"$2"; }
+}
+
+# Dumps a file into the TAP stream as diagnostics.
+diag_file() { sed 's/^/#   /' "$1" | head -${2:-30} >&2; }
+
+declare -A COVERED
+NCASES=0
+MODE=count
+
+# t NAME TYPES LABEL ARG...
+#   TYPES: record types joined by '+', each TYPE (op = NAME) or TYPE:OP.
+#   ARGs (and $CASE_ENV, VAR=VALUE) have @W replaced by the workspace path.
+#   NOCHANGE=1 before t: the call leaves the workspace as it was (said why at the case).
+t() {
+	if [ "$MODE" = count ]; then
+		COVERED[$1]=1
+		NCASES=$((NCASES + 1))
+		return
+	fi
+	local name=$1 types=$2 label=$3 a ty op miss=0 rc
+	shift 3
+	mk_ws
+	local args=() envs=() J="$T_TMP/j.$((T_N + 1))" o="$T_TMP/case"
+	for a in "$@"; do args+=("${a//@W/$W}"); done
+	[ -n "${CASE_ENV:-}" ] && envs+=("${CASE_ENV//@W/$W}")
+	snapx "$W" "$o.before"
+
+	(cd "$W" && env ${envs[@]+"${envs[@]}"} bbx-run --journal "$J" -- "$CW" "$name" "${args[@]}") \
+		>"$o.out" 2>&1
+	rc=$?
+	snapx "$W" "$o.during"
+	if [ $rc -eq 0 ] && [ -z "${NOCHANGE:-}" ] && cmp -s "$o.before" "$o.during"; then
+		diag "$name: the call changed nothing in the workspace"
+		rc=1
+	fi
+	[ $rc -ne 0 ] && diag_file "$o.out"
+	ok $rc "$name: $label: call succeeded${NOCHANGE:+ (no change expected)}"
+
+	bbx-log "$J" >"$o.log" 2>&1
+	for ty in ${types//+/ }; do
+		op=$name
+		case $ty in *:*) op=${ty#*:} ty=${ty%%:*} ;; esac
+		if ! grep -qE "^[0-9]+ [^ ]+ [0-9]+ $ty $op( |\$)" "$o.log"; then
+			diag "$name: no $ty record of op $op"
+			miss=1
+		fi
+	done
+	[ $miss -ne 0 ] && diag_file "$o.log"
+	ok $miss "$name: $label: $types record"
+
+	bbx-undo "$J" >"$o.undo" 2>&1
+	rc=$?
+	[ $rc -ne 0 ] && { diag "bbx-undo exited $rc"; diag_file "$o.undo"; }
+	ok $rc "$name: $label: undo exits 0"
+
+	snapx "$W" "$o.after"
+	same_snap "$o.before" "$o.after" "$name: $label: tree restored"
+}
+
+# What a child program does: rewrite a pre-existing file, so the exec'd program's own
+# journaling (the shim re-inserted across exec) is undone too.
+SH='echo changed by child > @W/f'
+
+cases() {
+	# ---- open family: O_TRUNC/in-place -> PRESERVE, O_APPEND -> SIZE, new -> CREATE
+	t open PRESERVE "O_TRUNC of a non-empty file" @W/f wronly,trunc 0644 new
+	t open CREATE+RESULT "O_CREAT|O_EXCL of a new name" @W/new wronly,creat,excl 0640 data
+	t open64 SIZE "O_APPEND" @W/g wronly,append 0 more
+	t openat PRESERVE "in-place write, no O_TRUNC" @W f rdwr 0 XY
+	t openat64 CREATE+RESULT "O_CREAT of a new name" @W/d newer wronly,creat 0600 data
+	t creat CREATE+RESULT "a new name" @W/new 0644 data
+	t creat64 PRESERVE "an existing file" @W/f 0644 data
+	t __open_2 PRESERVE "O_TRUNC" @W/f wronly,trunc new
+	t __open64_2 SIZE "O_APPEND" @W/g wronly,append more
+	t __openat_2 PRESERVE "in-place write" @W/d inner rdwr XY
+	t __openat64_2 PRESERVE "O_TRUNC" @W f wronly,trunc new
+	# ---- stdio
+	t fopen PRESERVE "\"w\" of an existing file" @W/f w new
+	t fopen CREATE+RESULT "\"w\" of a new name" @W/new w data
+	t fopen64 SIZE "\"a\"" @W/g a more
+	t freopen PRESERVE "\"w\" of a path" @W/f w new
+	CASE_ENV=CALLWRAP_FREOPEN_FILE=@W/f \
+		t freopen PRESERVE "NULL path: mode change of the stream's own file" - w new
+	t freopen64 SIZE "\"a\" of a path" @W/g a more
+	# ---- temporary files
+	t mkstemp CREATE "template" @W/tXXXXXX
+	t mkstemp64 CREATE "template in a subdirectory" @W/d/tXXXXXX
+	t mkostemp CREATE "O_CLOEXEC" @W/tXXXXXX cloexec
+	t mkostemp64 CREATE "O_APPEND" @W/tXXXXXX append
+	t mkstemps CREATE "suffix" @W/tXXXXXX.c 2
+	t mkstemps64 CREATE "suffix" @W/tXXXXXX.c 2
+	t mkostemps CREATE "suffix, O_CLOEXEC" @W/tXXXXXX.c 2 cloexec
+	t mkostemps64 CREATE "suffix, O_CLOEXEC" @W/tXXXXXX.c 2 cloexec
+	t mkdtemp CREATE "template" @W/tdXXXXXX
+	# tmpfile makes an unnamed O_TMPFILE file in P_tmpdir: nothing to undo and the
+	# workspace is untouched; the CREATE (kind=anon) is the forensic record.
+	NOCHANGE=1 t tmpfile CREATE "unnamed file" data
+	NOCHANGE=1 t tmpfile64 CREATE "unnamed file" data
+	# ---- names: remove
+	t unlink PRESERVE "a regular file" @W/f
+	t unlink PRESERVE "a symlink" @W/l
+	t unlinkat PRESERVE "a regular file" @W g
+	t unlinkat RMDIR "AT_REMOVEDIR" @W e removedir
+	t remove PRESERVE "a regular file" @W/f
+	t remove RMDIR "an empty directory" @W/e
+	t rmdir RMDIR "an empty directory" @W/e
+	# ---- names: move
+	t rename RENAME "to a new name" @W/f @W/f2
+	t rename PRESERVE+RENAME "over an existing file" @W/g @W/f
+	t renameat RENAME "into a subdirectory" @W f @W/d f
+	t renameat PRESERVE+RENAME "over an existing file" @W g @W f
+	t renameat2 RENAME "RENAME_NOREPLACE" @W f @W f3 noreplace
+	t renameat2 RENAME "RENAME_EXCHANGE" @W f @W g exchange
+	# ---- names: create
+	t link CREATE "a hard link" @W/f @W/f2
+	t linkat CREATE "a hard link in a subdirectory" @W f @W/d f2
+	t symlink CREATE "a symlink" f @W/l2
+	t symlinkat CREATE "a symlink in a subdirectory" ../f @W/d l2
+	t mkdir CREATE "a directory" @W/nd 0755
+	t mkdirat CREATE "a directory in a subdirectory" @W/d nd 0700
+	t mknod CREATE "a fifo" @W/p fifo 0644
+	t mknodat CREATE "a regular file" @W nf reg 0600
+	t mkfifo CREATE "a fifo" @W/p 0600
+	t mkfifoat CREATE "a fifo in a subdirectory" @W/d p 0600
+	# ---- size: shrink -> PRESERVE, growth -> SIZE
+	t truncate PRESERVE "shrink" @W/f 5
+	t truncate64 SIZE "grow" @W/f 100000
+	t ftruncate PRESERVE "shrink" @W/f 3
+	t ftruncate64 SIZE "grow" @W/g 4096
+	t fallocate SIZE "grow" @W/f 0 0 65536
+	t fallocate64 PRESERVE "punch a hole" @W/f punch_hole,keep_size 0 4096
+	t posix_fallocate SIZE "grow" @W/f 0 65536
+	t posix_fallocate64 SIZE "grow" @W/g 0 8192
+	# ---- data written through a descriptor the run did not open
+	t copy_file_range PRESERVE "over a non-empty file" @W/g @W/f
+	t copy_file_range SIZE "into an empty file" @W/g @W/empty
+	t sendfile PRESERVE "over a non-empty file" @W/f @W/g
+	t sendfile64 PRESERVE "over a non-empty file" @W/g @W/x
+	# ---- metadata
+	t chmod META "a file" @W/f 600
+	t fchmod META "a file" @W/f 640
+	t fchmodat META "a directory" @W d 700
+	t fchmodat META "AT_SYMLINK_NOFOLLOW on a file" @W f 600 symlink_nofollow
+	t lchmod META "a file" @W/f 600
+	NOCHANGE=$OWN_SAME t chown META "a file" @W/f $U $G
+	NOCHANGE=$OWN_SAME t fchown META "a file" @W/f $U $G
+	NOCHANGE=$OWN_SAME t lchown META "a symlink itself" @W/l $U $G
+	NOCHANGE=$OWN_SAME t fchownat META "AT_SYMLINK_NOFOLLOW" @W l $U $G symlink_nofollow
+	t utime META "a file" @W/f $SEC
+	t utimes META "a directory" @W/d $SEC
+	t lutimes META "a symlink itself" @W/l $SEC
+	t futimes META "a file" @W/f $SEC
+	t futimesat META "a file" @W f $SEC
+	t utimensat META "AT_SYMLINK_NOFOLLOW" @W l $SEC symlink_nofollow
+	t futimens META "a file" @W/g $SEC
+	t setxattr META "a new attribute" @W/f user.bbx new
+	t setxattr META "replace a value" @W/x user.bbx changed
+	t lsetxattr META "a second attribute" @W/x user.other v2
+	t fsetxattr META "replace a value" @W/x user.bbx changed
+	t removexattr META "an attribute" @W/x user.bbx
+	t lremovexattr META "an attribute" @W/x user.bbx
+	t fremovexattr META "an attribute" @W/x user.bbx
+	# ---- programs: each runs a shell that rewrites f, itself journaled
+	t execve EXEC "/bin/sh" /bin/sh sh -c "$SH"
+	t execv EXEC "/bin/sh" /bin/sh sh -c "$SH"
+	t execvp EXEC "sh from PATH" sh sh -c "$SH"
+	t execvpe EXEC "sh from PATH" sh sh -c "$SH"
+	t execl EXEC "/bin/sh" /bin/sh sh -c "$SH"
+	t execle EXEC "/bin/sh" /bin/sh sh -c "$SH"
+	t execlp EXEC "sh from PATH" sh sh -c "$SH"
+	t fexecve EXEC "/bin/sh by descriptor" /bin/sh sh -c "$SH"
+	t execveat EXEC "sh relative to /bin" /bin sh sh -c "$SH"
+	t posix_spawn EXEC "/bin/sh" /bin/sh sh -c "$SH"
+	t posix_spawnp EXEC "sh from PATH" sh sh -c "$SH"
+	t posix_spawn_file_actions_addopen PRESERVE+EXEC:posix_spawn "stdout O_TRUNC onto f" \
+		1 @W/f wronly,trunc 0644 /bin/sh sh -c 'echo spawned'
+	t system EXEC "sh -c" "$SH"
+	t popen EXEC "sh -c, read" "$SH" r
+}
+
+cases
+plan $((NCASES * 4 + 5))
+
+# ---- the lists agree ------------------------------------------------------------------
+sort -u <(printf '%s\n' "${NAMES[@]}") >"$T_TMP/def"
+[ "$(wc -l <"$T_TMP/def")" -ge 80 ]
+ok $? "wrappers.def parsed ($(wc -l <"$T_TMP/def") names)"
+
+missing=$(for n in "${NAMES[@]}"; do [ -n "${COVERED[$n]:-}" ] || echo "$n"; done)
+[ -z "$missing" ] || diag "no case for: $missing"
+[ -z "$missing" ]
+ok $? "every wrappers.def name has a case here"
+
+"$CW" --list | sort -u >"$T_TMP/list"
+comm -3 "$T_TMP/def" "$T_TMP/list" >"$T_TMP/d1"
+[ -s "$T_TMP/d1" ] && diag_file "$T_TMP/d1"
+[ ! -s "$T_TMP/d1" ]
+ok $? "callwrap --list names exactly the wrappers.def entries"
+
+# callwrap really calls each symbol (no _FILE_OFFSET_BITS or fortify redirection).
+nm -D --undefined-only "$CW" | awk '{ sub(/@.*/, "", $NF); print $NF }' | sort -u >"$T_TMP/imp"
+comm -23 "$T_TMP/def" "$T_TMP/imp" >"$T_TMP/d2"
+[ -s "$T_TMP/d2" ] && { diag "callwrap does not import:"; diag_file "$T_TMP/d2"; }
+[ ! -s "$T_TMP/d2" ]
+ok $? "callwrap imports every wrappers.def symbol"
+
+# DESIGN.md: only the wrapped libc names are exported (-fvisibility=hidden).
+nm -D --defined-only "$BBX_SHIM" | awk '$2 != "A" && $3 != "_init" && $3 != "_fini" \
+	{ sub(/@.*/, "", $3); print $3 }' | sort -u >"$T_TMP/exp"
+comm -3 "$T_TMP/def" "$T_TMP/exp" >"$T_TMP/d3"
+[ -s "$T_TMP/d3" ] && { diag "wrappers.def (left) vs exported (right):"; diag_file "$T_TMP/d3"; }
+[ ! -s "$T_TMP/d3" ]
+ok $? "libbbxshim.so exports exactly the wrappers.def names"
+
+# ---- one case per entry point and behaviour ---------------------------------------------
+MODE=run
+cases
+
+finish

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * check_undo.c - undo planning (journal/undo.c: bbx_undo_plan) on synthetic journals,
+ * and bbx_undo_run on a real directory built by the capture layer.
+ */
+#include "journal/capture.h"
+#include "journal/reader.h"
+#include "journal/undo.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static uint8_t jbuf[1 << 16];
+static size_t jlen;
+static uint64_t seqn;
+
+static uint64_t add(int type, const char *path, void (*fill)(struct bbx_enc *, void *), void *arg)
+{
+	struct bbx_enc e;
+	bbx_enc_begin(&e, jbuf + jlen, sizeof jbuf - jlen, type);
+	bbx_enc_str(&e, BBX_T_OP, "test");
+	bbx_enc_str(&e, BBX_T_PATH, path);
+	if (fill)
+		fill(&e, arg);
+	struct bbx_rec_hdr h = {.seq = ++seqn, .pid = 1};
+	long n = bbx_enc_finish(&e, &h);
+	ck_assert_int_gt(n, 0);
+	jlen += (size_t)n;
+	return seqn;
+}
+
+static void f_kind(struct bbx_enc *e, void *a) { bbx_enc_u32(e, BBX_T_KIND, *(uint32_t *)a); }
+static void f_how(struct bbx_enc *e, void *a)
+{
+	bbx_enc_u32(e, BBX_T_KIND, BBX_KIND_FILE);
+	bbx_enc_u32(e, BBX_T_HOW, *(uint32_t *)a);
+	bbx_enc_str(e, BBX_T_OBJECT, "1");
+}
+struct res { uint64_t ref; int64_t ret; uint64_t ino; };
+static void f_res(struct bbx_enc *e, void *a)
+{
+	struct res *r = a;
+	bbx_enc_u64(e, BBX_T_REF, r->ref);
+	bbx_enc_i64(e, BBX_T_RET, r->ret);
+	if (r->ret >= 0)
+		bbx_enc_u64(e, BBX_T_INO, r->ino);
+}
+
+START_TEST(plan_order_and_actions)
+{
+	jlen = 0;
+	seqn = 0;
+	uint32_t file = BBX_KIND_FILE, anon = BBX_KIND_ANON, link = BBX_HOW_LINK,
+		 copy = BBX_HOW_COPY, none = BBX_HOW_NONE, lost = BBX_HOW_LOST;
+	add(BBX_REC_EXEC, "/bin/sh", NULL, NULL);                  /* 1: skip */
+	add(BBX_REC_DIRMETA, "/w", NULL, NULL);                    /* 2: dirmeta */
+	uint64_t c_ok = add(BBX_REC_CREATE, "/w/new", f_kind, &file);  /* 3: remove */
+	add(BBX_REC_RESULT, "/w/new", f_res, &(struct res){c_ok, 3, 77});
+	uint64_t c_bad = add(BBX_REC_CREATE, "/w/x", f_kind, &file);   /* 5: skip (failed) */
+	add(BBX_REC_RESULT, "/w/x", f_res, &(struct res){c_bad, -1, 0});
+	add(BBX_REC_CREATE, "/w/nores", f_kind, &file);            /* 7: remove, no result */
+	add(BBX_REC_CREATE, "/tmp", f_kind, &anon);                /* 8: skip (anon) */
+	add(BBX_REC_PRESERVE, "/w/a", f_how, &link);               /* 9: restore-link */
+	add(BBX_REC_PRESERVE, "/w/b", f_how, &copy);               /* 10: restore-copy */
+	add(BBX_REC_PRESERVE, "/w/c", f_how, &none);               /* 11: skip */
+	add(BBX_REC_PRESERVE, "/w/d", f_how, &lost);               /* 12: lost */
+	add(BBX_REC_SIZE, "/w/log", NULL, NULL);                   /* 13: truncate */
+	add(BBX_REC_RMDIR, "/w/dir", NULL, NULL);                  /* 14: mkdir */
+	add(BBX_REC_RENAME, "/w/m", NULL, NULL);                   /* 15: rename-back */
+	add(BBX_REC_META, "/w/a", NULL, NULL);                     /* 16: meta */
+	add(BBX_REC_FINAL, "/w/a", NULL, NULL);                    /* 17: skip */
+	add(BBX_REC_SEAL, "", NULL, NULL);                         /* 18: skip */
+
+	struct bbx_reader r;
+	bbx_reader_init_mem(&r, jbuf, jlen);
+	struct bbx_undo_step *s;
+	size_t n;
+	ck_assert_int_eq(bbx_undo_plan(&r, &s, &n), 0);
+	ck_assert_uint_eq(n, 18);
+	/* Reverse file order: the plan starts with the last record. */
+	static const int want[18] = {
+		BBX_UNDO_SKIP, BBX_UNDO_SKIP, BBX_UNDO_META, BBX_UNDO_RENAME_BACK, BBX_UNDO_MKDIR,
+		BBX_UNDO_TRUNCATE, BBX_UNDO_LOST, BBX_UNDO_SKIP, BBX_UNDO_RESTORE_COPY,
+		BBX_UNDO_RESTORE_LINK, BBX_UNDO_SKIP, BBX_UNDO_REMOVE, BBX_UNDO_SKIP, BBX_UNDO_SKIP,
+		BBX_UNDO_SKIP, BBX_UNDO_REMOVE, BBX_UNDO_DIRMETA, BBX_UNDO_SKIP};
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(s[i].action == want[i], "step %zu: %s, want %s", i,
+			      bbx_undo_action_name(s[i].action), bbx_undo_action_name(want[i]));
+	/* The successful creation carries its inode; the one without RESULT has none. */
+	ck_assert(s[15].has_result && s[15].has_ino && s[15].ino == 77);
+	ck_assert(!s[11].has_result);
+	ck_assert(s[13].has_result && s[13].ret == -1);
+	for (size_t i = 1; i < n; i++)
+		ck_assert_uint_lt(s[i].off, s[i - 1].off);
+	free(s);
+}
+END_TEST
+
+START_TEST(plan_torn_tail_still_plans)
+{
+	jlen = 0;
+	seqn = 0;
+	uint32_t file = BBX_KIND_FILE;
+	add(BBX_REC_CREATE, "/w/one", f_kind, &file);
+	size_t keep = jlen;
+	add(BBX_REC_CREATE, "/w/two", f_kind, &file);
+	struct bbx_reader r;
+	bbx_reader_init_mem(&r, jbuf, jlen - 5); /* the last record is torn */
+	struct bbx_undo_step *s;
+	size_t n;
+	ck_assert_int_eq(bbx_undo_plan(&r, &s, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(s[0].off, 0);
+	ck_assert_uint_eq(r.torn_off, keep);
+	free(s);
+}
+END_TEST
+
+/* A real directory: the capture layer records, the calls happen, undo restores. */
+START_TEST(undo_run_restores_real_tree)
+{
+	char tmpl[] = "/tmp/check_undo.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	char ws[256], jd[256], a[300], b[300], d[300], out[4096];
+	snprintf(ws, sizeof ws, "%s/ws", tmpl);
+	snprintf(jd, sizeof jd, "%s/j", tmpl);
+	snprintf(a, sizeof a, "%s/a", ws);
+	snprintf(b, sizeof b, "%s/b", ws);
+	snprintf(d, sizeof d, "%s/d", ws);
+	ck_assert_int_eq(mkdir(ws, 0755), 0);
+	FILE *f = fopen(a, "w");
+	fputs("original\n", f);
+	fclose(f);
+	ck_assert_int_eq(bbx_run_create(jd, "test", NULL, 1, out, sizeof out), 0);
+	struct bbx_run run;
+	ck_assert_int_eq(bbx_run_open(&run, jd), 0);
+	char res[4096];
+	struct bbx_pending p;
+	/* truncate a, create b, mkdir d */
+	ck_assert_int_eq(bbx_cap_open(&run, "open", a, O_WRONLY | O_TRUNC, 0, res, &p), 0);
+	f = fopen(a, "w");
+	fputs("changed\n", f);
+	fclose(f);
+	ck_assert_int_eq(bbx_cap_open(&run, "open", b, O_WRONLY | O_CREAT, 0644, res, &p), 0);
+	int fd = open(b, O_WRONLY | O_CREAT, 0644);
+	bbx_cap_done(&run, "open", &p, fd, 0, fd);
+	close(fd);
+	ck_assert_int_eq(bbx_cap_create(&run, "mkdir", d, BBX_KIND_DIR, 0755, NULL, &p), 0);
+	ck_assert_int_eq(mkdir(d, 0755), 0);
+	bbx_cap_done(&run, "mkdir", &p, 0, 0, -1);
+	bbx_run_close(&run);
+
+	struct bbx_undo_opts o = {0};
+	struct bbx_undo_stats st;
+	ck_assert_int_eq(bbx_undo_run(jd, &o, &st), 0);
+	ck_assert_uint_eq(st.errors, 0);
+	ck_assert_uint_eq(st.conflicts, 0);
+	ck_assert_uint_eq(st.removed, 2);
+	ck_assert_int_eq(access(b, F_OK), -1);
+	ck_assert_int_eq(access(d, F_OK), -1);
+	char buf[64] = {0};
+	f = fopen(a, "r");
+	ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
+	fclose(f);
+	ck_assert_str_eq(buf, "original\n");
+	/* Idempotent: a second run is a no-op. */
+	ck_assert_int_eq(bbx_undo_run(jd, &o, &st), 0);
+	ck_assert(st.already_done);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("undo");
+	TCase *tc = tcase_create("plan");
+	tcase_add_test(tc, plan_order_and_actions);
+	tcase_add_test(tc, plan_torn_tail_still_plans);
+	tcase_add_test(tc, undo_run_restores_real_tree);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_set_tap(sr, "-");
+	srunner_run_all(sr, CK_SILENT);
+	int nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf ? 1 : 0;
+}

@@ -1,0 +1,963 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * check_writer.c - fault injection into the journal writer and the capture layer
+ * (journal/writer.c, journal/capture.c), and the writer's descriptor identity checks.
+ *
+ * Faults go through the bbx_sys table (journal/sys.h): the Nth write(), every
+ * copy_file_range() or linkat() fails with a chosen errno, or the Nth write() is short.
+ * Invariant 2 (fail closed): the function returns the negative errno so that the caller
+ * refuses the mutation, and the run directory stays consistent: no complete record
+ * names an object that is missing, and no object is left behind in objects/ that no
+ * record names (the capture code unlinks the object when its record cannot be written,
+ * so the tests assert an empty objects/ after every failure).
+ */
+#include "capture.h"
+#include "reader.h"
+#include "record.h"
+#include "run.h"
+#include "state.h"
+#include "sys.h"
+#include "writer.h"
+#include "unit.h"
+
+#include <dirent.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+/* ---- fault injection ---- */
+
+enum { INJ_NONE, INJ_ERRNO, INJ_SHORT };
+
+static struct bbx_sys real_sys;
+static struct {
+	int mode;           /* what the fail_at'th write() does */
+	int calls, fail_at; /* 1-based */
+	int err;
+	size_t short_len;   /* INJ_SHORT: bytes actually written (clamped to n - 1) */
+	int cfr_calls, cfr_err;   /* cfr_err != 0: every copy_file_range fails */
+	size_t cfr_first_limit;   /* > 0: the first call copies at most this much */
+	int link_calls, link_err; /* link_err != 0: every linkat fails */
+	int failed_fd;            /* the descriptor of the injected write, or -1 */
+} inj;
+
+static ssize_t inj_write(int fd, const void *buf, size_t n)
+{
+	int call = ++inj.calls;
+	if (call == inj.fail_at && inj.mode != INJ_NONE)
+		inj.failed_fd = fd;
+	if (call == inj.fail_at && inj.mode == INJ_ERRNO) {
+		errno = inj.err;
+		return -1;
+	}
+	if (call == inj.fail_at && inj.mode == INJ_SHORT && n > 1) {
+		size_t k = inj.short_len ? inj.short_len : n / 2;
+		return real_sys.write(fd, buf, k < n ? k : n - 1);
+	}
+	return real_sys.write(fd, buf, n);
+}
+
+static ssize_t inj_cfr(int in, off_t *inoff, int out, off_t *outoff, size_t n, unsigned fl)
+{
+	int call = ++inj.cfr_calls;
+	if (call == 1 && inj.cfr_first_limit && n > inj.cfr_first_limit)
+		return real_sys.copy_file_range(in, inoff, out, outoff, inj.cfr_first_limit, fl);
+	if (inj.cfr_err && !(call == 1 && inj.cfr_first_limit)) {
+		errno = inj.cfr_err;
+		return -1;
+	}
+	return real_sys.copy_file_range(in, inoff, out, outoff, n, fl);
+}
+
+static int inj_linkat(int od, const char *op, int nd, const char *np, int fl)
+{
+	inj.link_calls++;
+	if (inj.link_err) {
+		errno = inj.link_err;
+		return -1;
+	}
+	return real_sys.linkat(od, op, nd, np, fl);
+}
+
+static void inj_reset(void)
+{
+	memset(&inj, 0, sizeof inj);
+	inj.failed_fd = -1;
+}
+
+static void inj_setup(void)
+{
+	real_sys = bbx_sys;
+	inj_reset();
+	bbx_sys.write = inj_write;
+	bbx_sys.copy_file_range = inj_cfr;
+	bbx_sys.linkat = inj_linkat;
+}
+
+static void inj_teardown(void)
+{
+	bbx_sys = real_sys;
+}
+
+/* ---- records ---- */
+
+static long enc_rec(uint8_t *buf, size_t cap, uint64_t seq, const char *text)
+{
+	struct bbx_enc e;
+	bbx_enc_begin(&e, buf, cap, BBX_REC_NOTE);
+	bbx_enc_str(&e, BBX_T_OP, "unit");
+	bbx_enc_str(&e, BBX_T_TEXT, text);
+	struct bbx_rec_hdr h = {.seq = seq};
+	long len = bbx_enc_finish(&e, &h);
+	ck_assert_int_gt(len, 0);
+	return len;
+}
+
+/* Appends a NOTE record with seq and a text whose length varies with seq. */
+static int append_seq(struct bbx_writer *w, uint64_t seq)
+{
+	char text[128];
+	uint8_t buf[512];
+	snprintf(text, sizeof text, "record %llu %.*s", (unsigned long long)seq, (int)(seq * 7 % 50),
+		 "..................................................");
+	long len = enc_rec(buf, sizeof buf, seq, text);
+	return bbx_writer_append(w, buf, (size_t)len);
+}
+
+/* What a journal holds: its complete records' seqs, torn tail, damaged ranges. */
+struct jscan {
+	int n;
+	uint64_t seq[64];
+	int type[64];
+	int torn;
+	size_t torn_len, bad_ranges, bad_bytes;
+};
+
+static void scan_journal(const char *path, struct jscan *js)
+{
+	memset(js, 0, sizeof *js);
+	struct bbx_reader r;
+	ck_assert_int_eq(bbx_reader_open(&r, path), 0);
+	struct bbx_rec rec;
+	int rc;
+	while ((rc = bbx_reader_next(&r, &rec, NULL)) == BBX_READ_OK) {
+		ck_assert_int_lt(js->n, 64);
+		js->seq[js->n] = rec.h.seq;
+		js->type[js->n] = rec.type;
+		js->n++;
+	}
+	js->torn = rc == BBX_READ_TORN;
+	js->torn_len = r.torn_len;
+	js->bad_ranges = r.bad_ranges;
+	js->bad_bytes = r.bad_bytes;
+	bbx_reader_close(&r);
+}
+
+/* ---- the writer ---- */
+
+struct wctx {
+	char dir[PATH_MAX];
+	char journal[PATH_MAX + 16];
+	char other[PATH_MAX + 16]; /* a program's own file */
+	struct bbx_writer w;
+};
+
+static struct wctx *wctx_new(const char *tag)
+{
+	struct wctx *c = calloc(1, sizeof *c);
+	ck_assert_ptr_nonnull(c);
+	unit_mkdtemp(c->dir, sizeof c->dir, tag);
+	snprintf(c->journal, sizeof c->journal, "%s/journal", c->dir);
+	snprintf(c->other, sizeof c->other, "%s/precious", c->dir);
+	unit_write_file(c->other, "precious data\n", 14);
+	ck_assert_int_eq(bbx_writer_open(&c->w, c->dir), 0);
+	return c;
+}
+
+static void assert_other_intact(const struct wctx *c)
+{
+	size_t n;
+	char *d = unit_read_file(c->other, &n);
+	ck_assert_uint_eq(n, 14);
+	ck_assert_str_eq(d, "precious data\n");
+	free(d);
+}
+
+/* The writer's descriptor is the journal, opened for appending. */
+static void assert_fd_is_journal(const struct wctx *c)
+{
+	struct stat a, b;
+	ck_assert_int_eq(fstat(c->w.fd, &a), 0);
+	ck_assert_int_eq(stat(c->journal, &b), 0);
+	ck_assert_uint_eq(a.st_ino, b.st_ino);
+	ck_assert_uint_eq(a.st_dev, b.st_dev);
+	int fl = fcntl(c->w.fd, F_GETFL);
+	ck_assert(fl & O_APPEND);
+	ck_assert_int_eq(fl & O_ACCMODE, O_WRONLY);
+	ck_assert(fcntl(c->w.fd, F_GETFD) & FD_CLOEXEC);
+}
+
+START_TEST(test_writer_appends_exact_bytes)
+{
+	struct wctx *c = wctx_new("wbytes");
+	struct stat sb;
+	ck_assert_int_eq(stat(c->journal, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 07777, 0600);
+	ck_assert_int_eq(sb.st_size, 0);
+	assert_fd_is_journal(c);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > BBX_WRITER_FD_MIN + 16)
+		ck_assert_int_ge(c->w.fd, BBX_WRITER_FD_MIN);
+
+	uint8_t want[2048], buf[512];
+	size_t wlen = 0;
+	for (uint64_t s = 1; s <= 3; s++) {
+		long len = enc_rec(buf, sizeof buf, s, s == 2 ? "two" : "one or three");
+		ck_assert_int_eq(bbx_writer_append(&c->w, buf, (size_t)len), 0);
+		memcpy(want + wlen, buf, (size_t)len);
+		wlen += (size_t)len;
+	}
+	ck_assert_int_eq(inj.calls, 3); /* one write(2) per record */
+	size_t n;
+	uint8_t *got = unit_read_file(c->journal, &n);
+	ck_assert_uint_eq(n, wlen);
+	ck_assert_mem_eq(got, want, wlen);
+	free(got);
+
+	/* Reopening an existing journal appends after what is there. */
+	bbx_writer_close(&c->w);
+	ck_assert_int_eq(bbx_writer_open(&c->w, c->dir), 0);
+	ck_assert_int_eq(append_seq(&c->w, 4), 0);
+	struct jscan js;
+	scan_journal(c->journal, &js);
+	ck_assert_int_eq(js.n, 4);
+	ck_assert_uint_eq(js.seq[3], 4);
+	bbx_writer_close(&c->w);
+	free(c);
+}
+END_TEST
+
+START_TEST(test_writer_open_errors)
+{
+	struct bbx_writer w;
+	char dir[PATH_MAX], p[PATH_MAX + 16];
+	unit_mkdtemp(dir, sizeof dir, "wopen");
+	snprintf(p, sizeof p, "%s/no/such/dir", dir);
+	ck_assert_int_eq(bbx_writer_open(&w, p), -ENOENT);
+	char *longp = malloc(PATH_MAX + 10);
+	ck_assert_ptr_nonnull(longp);
+	memset(longp, 'a', PATH_MAX + 9);
+	longp[0] = '/';
+	longp[PATH_MAX + 9] = 0;
+	ck_assert_int_eq(bbx_writer_open(&w, longp), -ENAMETOOLONG);
+	free(longp);
+}
+END_TEST
+
+/* The Nth write fails with ENOSPC or EIO: that append returns the error, and the
+ * journal holds exactly the other records, all complete. */
+START_TEST(test_writer_nth_write_fails)
+{
+	const int errs[] = {ENOSPC, EIO, EDQUOT};
+	for (size_t e = 0; e < sizeof errs / sizeof errs[0]; e++) {
+		for (int nth = 1; nth <= 5; nth++) {
+			struct wctx *c = wctx_new("wnth");
+			inj_reset();
+			inj.mode = INJ_ERRNO;
+			inj.fail_at = nth;
+			inj.err = errs[e];
+			for (int s = 1; s <= 5; s++) {
+				int rc = append_seq(&c->w, (uint64_t)s);
+				ck_assert_int_eq(rc, s == nth ? -errs[e] : 0);
+			}
+			struct jscan js;
+			scan_journal(c->journal, &js);
+			ck_assert_int_eq(js.n, 4);
+			for (int i = 0, s = 1; s <= 5; s++) {
+				if (s == nth)
+					continue;
+				ck_assert_uint_eq(js.seq[i], (uint64_t)s);
+				i++;
+			}
+			ck_assert(!js.torn);
+			ck_assert_uint_eq(js.bad_ranges, 0);
+			bbx_writer_close(&c->w);
+			free(c);
+		}
+	}
+}
+END_TEST
+
+/* A short write is -EIO; its bytes are a torn tail, and once later records follow, a
+ * damaged range the reader skips. */
+START_TEST(test_writer_short_write)
+{
+	const size_t shorts[] = {1, 3, 11, 12, 56, 0 /* half */};
+	for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++) {
+		struct wctx *c = wctx_new("wshort");
+		inj_reset();
+		inj.mode = INJ_SHORT;
+		inj.fail_at = 3;
+		inj.short_len = shorts[i];
+		ck_assert_int_eq(append_seq(&c->w, 1), 0);
+		ck_assert_int_eq(append_seq(&c->w, 2), 0);
+		off_t before = unit_file_size(c->journal);
+		ck_assert_int_eq(append_seq(&c->w, 3), -EIO);
+		size_t torn = (size_t)(unit_file_size(c->journal) - before);
+		ck_assert_uint_gt(torn, 0);
+		if (shorts[i])
+			ck_assert_uint_eq(torn, shorts[i]);
+		struct jscan js;
+		scan_journal(c->journal, &js);
+		ck_assert_int_eq(js.n, 2);
+		ck_assert(js.torn);
+		ck_assert_uint_eq(js.torn_len, torn);
+		ck_assert_uint_eq(js.bad_ranges, 0);
+
+		ck_assert_int_eq(append_seq(&c->w, 4), 0);
+		scan_journal(c->journal, &js);
+		ck_assert_int_eq(js.n, 3);
+		ck_assert_uint_eq(js.seq[2], 4);
+		ck_assert(!js.torn);
+		ck_assert_uint_eq(js.bad_ranges, 1);
+		ck_assert_uint_eq(js.bad_bytes, torn);
+		bbx_writer_close(&c->w);
+		free(c);
+	}
+}
+END_TEST
+
+/* EINTR before anything was written is retried: the record lands exactly once. */
+START_TEST(test_writer_eintr_retried)
+{
+	struct wctx *c = wctx_new("weintr");
+	inj.mode = INJ_ERRNO;
+	inj.fail_at = 2;
+	inj.err = EINTR;
+	ck_assert_int_eq(append_seq(&c->w, 1), 0);
+	ck_assert_int_eq(append_seq(&c->w, 2), 0);
+	ck_assert_int_eq(inj.calls, 3);
+	struct jscan js;
+	scan_journal(c->journal, &js);
+	ck_assert_int_eq(js.n, 2);
+	ck_assert_uint_eq(js.seq[1], 2);
+	ck_assert_uint_eq(js.bad_ranges, 0);
+	bbx_writer_close(&c->w);
+	free(c);
+}
+END_TEST
+
+/* ---- descriptor identity ---- */
+
+/* The program dup2()s one of its own files over the writer's number. */
+START_TEST(test_identity_dup2_over_fd)
+{
+	struct wctx *c = wctx_new("wdup2");
+	ck_assert_int_eq(append_seq(&c->w, 1), 0);
+	int old = c->w.fd;
+	int u = open(c->other, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ck_assert_int_ge(u, 0);
+	ck_assert_int_eq(dup2(u, old), old);
+	close(u);
+	ck_assert_int_eq(append_seq(&c->w, 2), 0);
+	assert_other_intact(c);
+	struct jscan js;
+	scan_journal(c->journal, &js);
+	ck_assert_int_eq(js.n, 2);
+	ck_assert_uint_eq(js.seq[1], 2);
+	assert_fd_is_journal(c);
+	ck_assert_int_ne(c->w.fd, old);
+	/* The program's descriptor is still its own: not closed, not moved. */
+	struct stat a, b;
+	ck_assert_int_eq(fstat(old, &a), 0);
+	ck_assert_int_eq(stat(c->other, &b), 0);
+	ck_assert_uint_eq(a.st_ino, b.st_ino);
+	/* bbx_writer_close() closes the journal, never the program's descriptor. */
+	int cur = c->w.fd;
+	ck_assert_int_eq(dup2(old, cur), cur);
+	bbx_writer_close(&c->w);
+	ck_assert_int_ne(fcntl(cur, F_GETFD), -1);
+	ck_assert_int_ne(fcntl(old, F_GETFD), -1);
+	close(cur);
+	close(old);
+	assert_other_intact(c);
+	free(c);
+}
+END_TEST
+
+/* A program that closes all its descriptors, ours included. */
+START_TEST(test_identity_closed_fd_reopened)
+{
+	struct wctx *c = wctx_new("wclose");
+	ck_assert_int_eq(append_seq(&c->w, 1), 0);
+	ck_assert_int_eq(close(c->w.fd), 0);
+	ck_assert_int_eq(append_seq(&c->w, 2), 0);
+	assert_fd_is_journal(c);
+	ck_assert_int_eq(append_seq(&c->w, 3), 0);
+	struct jscan js;
+	scan_journal(c->journal, &js);
+	ck_assert_int_eq(js.n, 3);
+	ck_assert_uint_eq(js.seq[1], 2);
+	ck_assert_uint_eq(js.seq[2], 3);
+	bbx_writer_close(&c->w);
+	free(c);
+}
+END_TEST
+
+/* Closed, then the number reused by a file of the program's (close + reopen). */
+START_TEST(test_identity_number_reused)
+{
+	struct wctx *c = wctx_new("wreuse");
+	ck_assert_int_eq(append_seq(&c->w, 1), 0);
+	int old = c->w.fd;
+	ck_assert_int_eq(close(old), 0);
+	int u = open(c->other, O_RDWR | O_CLOEXEC); /* not O_APPEND: would overwrite */
+	ck_assert_int_ge(u, 0);
+	ck_assert_int_eq(dup2(u, old), old);
+	close(u);
+	ck_assert_int_eq(append_seq(&c->w, 2), 0);
+	assert_other_intact(c);
+	struct jscan js;
+	scan_journal(c->journal, &js);
+	ck_assert_int_eq(js.n, 2);
+	ck_assert_uint_eq(js.bad_ranges, 0);
+	close(old);
+	bbx_writer_close(&c->w);
+	free(c);
+}
+END_TEST
+
+/* Closed and the journal gone: the reopen fails and so does the append (fail closed);
+ * the journal is not silently recreated empty. */
+START_TEST(test_identity_reopen_fails_closed)
+{
+	struct wctx *c = wctx_new("wgone");
+	ck_assert_int_eq(append_seq(&c->w, 1), 0);
+	ck_assert_int_eq(close(c->w.fd), 0);
+	ck_assert_int_eq(unlink(c->journal), 0);
+	ck_assert_int_eq(append_seq(&c->w, 2), -ENOENT);
+	ck_assert_int_eq(access(c->journal, F_OK), -1);
+	free(c);
+}
+END_TEST
+
+/* The journal itself, opened read-only by the program (bbx-log, cat) and dup2()ed to
+ * the writer's number: same inode, but not a descriptor the writer can append with.
+ * The append must still land in the journal. */
+START_TEST(test_identity_journal_rdonly_at_fd)
+{
+	struct wctx *c = wctx_new("wrdonly");
+	ck_assert_int_eq(append_seq(&c->w, 1), 0);
+	int old = c->w.fd;
+	int u = open(c->journal, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(u, 0);
+	ck_assert_int_eq(dup2(u, old), old);
+	close(u);
+	int rc = append_seq(&c->w, 2);
+	ck_assert_msg(rc == 0, "append through a read-only journal descriptor at w->fd: %d", rc);
+	struct jscan js;
+	scan_journal(c->journal, &js);
+	ck_assert_int_eq(js.n, 2);
+	free(c);
+}
+END_TEST
+
+/* The journal opened without O_APPEND at the writer's number: same inode, so the
+ * identity check passes, but the write goes to the descriptor's offset (0) and
+ * overwrites the first records instead of appending (invariant 1). */
+START_TEST(test_identity_journal_noappend_at_fd)
+{
+	struct wctx *c = wctx_new("wnoappend");
+	for (uint64_t s = 1; s <= 3; s++)
+		ck_assert_int_eq(append_seq(&c->w, s), 0);
+	int old = c->w.fd;
+	int u = open(c->journal, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(u, 0);
+	ck_assert_int_eq(dup2(u, old), old);
+	close(u);
+	ck_assert_int_eq(append_seq(&c->w, 4), 0);
+	struct jscan js;
+	scan_journal(c->journal, &js);
+	ck_assert_msg(js.n == 4 && js.seq[0] == 1 && js.seq[3] == 4 && js.bad_ranges == 0,
+		      "journal after append through a non-O_APPEND journal descriptor: %d records, "
+		      "first seq %llu, %zu damaged ranges (the record overwrote the head)",
+		      js.n, (unsigned long long)(js.n ? js.seq[0] : 0), js.bad_ranges);
+	free(c);
+}
+END_TEST
+
+/* ---- the capture layer ---- */
+
+#define CAP_FILE_LEN 40000 /* three 16 KiB copy buffers when copying by write() */
+
+struct cctx {
+	char base[PATH_MAX];
+	char rundir[PATH_MAX + 8], out[PATH_MAX + 8];
+	char journal[PATH_MAX + 16], objects[PATH_MAX + 16];
+	char ws[PATH_MAX + 8], file[PATH_MAX + 16];
+	uint8_t orig[CAP_FILE_LEN];
+	struct stat fst; /* the workspace file before the capture */
+	struct stat dst; /* the workspace directory */
+	struct bbx_run run;
+	int open;
+	size_t bad_ok; /* damaged ranges expected (a torn record followed by more) */
+};
+
+static struct cctx *cctx_new(const char *tag, size_t flen)
+{
+	struct cctx *c = calloc(1, sizeof *c);
+	ck_assert_ptr_nonnull(c);
+	unit_mkdtemp(c->base, sizeof c->base, tag);
+	snprintf(c->rundir, sizeof c->rundir, "%s/run", c->base);
+	snprintf(c->journal, sizeof c->journal, "%s/journal", c->rundir);
+	snprintf(c->objects, sizeof c->objects, "%s/objects", c->rundir);
+	snprintf(c->ws, sizeof c->ws, "%s/ws", c->base);
+	snprintf(c->file, sizeof c->file, "%s/file", c->ws);
+	ck_assert_int_eq(bbx_run_create(c->rundir, "unit test", NULL, 1, c->out, sizeof c->out), 0);
+	ck_assert_str_eq(c->out, c->rundir);
+	ck_assert_int_eq(bbx_run_open(&c->run, c->rundir), 0);
+	c->open = 1;
+	ck_assert_int_eq(mkdir(c->ws, 0755), 0);
+	for (size_t i = 0; i < flen; i++)
+		c->orig[i] = (uint8_t)(i * 31 + i / 251);
+	unit_write_file(c->file, c->orig, flen);
+	ck_assert_int_eq(lstat(c->file, &c->fst), 0);
+	ck_assert_int_eq(lstat(c->ws, &c->dst), 0);
+	return c;
+}
+
+static void cctx_free(struct cctx *c)
+{
+	if (c->open)
+		bbx_run_close(&c->run);
+	free(c);
+}
+
+/* Names in objects/. */
+static int list_objects(const struct cctx *c, char names[][32], int max)
+{
+	DIR *d = opendir(c->objects);
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		ck_assert_int_lt(n, max);
+		snprintf(names[n++], 32, "%s", de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+/* What a capture left in the run directory. */
+struct cscan {
+	struct jscan js;
+	int nobj;        /* files in objects/ */
+	int npreserve;
+	uint32_t how;    /* of the last PRESERVE */
+	char object[32]; /* of the last PRESERVE ("" if none) */
+	uint64_t size;   /* st.size of the last PRESERVE */
+};
+
+/* Checks the run's consistency whatever happened: no damaged range, every object a
+ * complete record names exists, every object in objects/ is named by a record. */
+static void scan_run(const struct cctx *c, struct cscan *cs)
+{
+	memset(cs, 0, sizeof *cs);
+	scan_journal(c->journal, &cs->js);
+	ck_assert_uint_le(cs->js.bad_ranges, c->bad_ok);
+	char named[64][32];
+	int nnamed = 0;
+	struct bbx_reader r;
+	struct bbx_rec rec;
+	ck_assert_int_eq(bbx_reader_open(&r, c->journal), 0);
+	while (bbx_reader_next(&r, &rec, NULL) == BBX_READ_OK) {
+		if (rec.type == BBX_REC_PRESERVE) {
+			cs->npreserve++;
+			cs->how = rec.how;
+			cs->size = rec.st.size;
+			snprintf(cs->object, sizeof cs->object, "%s", rec.object ? rec.object : "");
+		}
+		if (!rec.object)
+			continue;
+		char p[PATH_MAX + 64];
+		snprintf(p, sizeof p, "%s/%s", c->objects, rec.object);
+		struct stat sb;
+		ck_assert_msg(lstat(p, &sb) == 0, "record seq %llu names missing object %s",
+			      (unsigned long long)rec.h.seq, rec.object);
+		ck_assert_int_lt(nnamed, 64);
+		snprintf(named[nnamed++], 32, "%s", rec.object);
+	}
+	bbx_reader_close(&r);
+	char objs[64][32];
+	cs->nobj = list_objects(c, objs, 64);
+	for (int i = 0; i < cs->nobj; i++) {
+		int found = 0;
+		for (int k = 0; k < nnamed; k++)
+			found |= !strcmp(objs[i], named[k]);
+		ck_assert_msg(found, "stray object %s in objects/ named by no record", objs[i]);
+	}
+}
+
+static int level_of_path(struct cctx *c, const char *path)
+{
+	struct stat sb;
+	ck_assert_int_eq(lstat(path, &sb), 0);
+	return bbx_state_level(c->run.st, sb.st_dev, sb.st_ino);
+}
+
+/* The workspace file still holds its original bytes (captures only read it). */
+static void assert_file_intact(const struct cctx *c, size_t flen)
+{
+	size_t n;
+	uint8_t *d = unit_read_file(c->file, &n);
+	ck_assert_uint_eq(n, flen);
+	ck_assert_mem_eq(d, c->orig, flen);
+	free(d);
+}
+
+/* The object holds the file's original content (or is the same inode). */
+static void assert_object_is_preimage(const struct cctx *c, const char *object, size_t flen)
+{
+	char p[PATH_MAX + 64];
+	snprintf(p, sizeof p, "%s/%s", c->objects, object);
+	size_t n;
+	uint8_t *d = unit_read_file(p, &n);
+	ck_assert_uint_eq(n, flen);
+	ck_assert_mem_eq(d, c->orig, flen);
+	free(d);
+}
+
+static int cap_trunc(struct cctx *c)
+{
+	char resolved[PATH_MAX];
+	struct bbx_pending pend;
+	int rc = bbx_cap_open(&c->run, "open", c->file, O_WRONLY | O_TRUNC, 0, resolved, &pend);
+	ck_assert_uint_eq(pend.seq, 0); /* an existing file: no creation pending */
+	return rc;
+}
+
+/* Checks a failed capture left nothing behind and raised nothing. */
+static void assert_failed_clean(struct cctx *c, int rc, int want, const char *what, int nth)
+{
+	ck_assert_msg(rc == -want, "%s, write %d: returned %d, want %d", what, nth, rc, -want);
+	struct cscan cs;
+	scan_run(c, &cs);
+	ck_assert_msg(cs.nobj == 0, "%s, write %d: %d object(s) left in objects/", what, nth,
+		      cs.nobj);
+	ck_assert_int_eq(cs.npreserve, 0);
+	ck_assert_int_eq(level_of_path(c, c->file), BBX_LVL_NONE);
+	assert_file_intact(c, CAP_FILE_LEN);
+}
+
+/* open(O_TRUNC) of a 40000-byte file with copy_file_range unavailable (EXDEV), so the
+ * pre-image is copied by write(): writes 1-3 are the object, write 4 the PRESERVE
+ * record.  Each of them failing (errno, or short) must fail the capture cleanly. */
+START_TEST(test_cap_open_trunc_nth_write)
+{
+	static const struct { int mode, err; const char *name; } modes[] = {
+		{INJ_ERRNO, ENOSPC, "ENOSPC"},
+		{INJ_ERRNO, EIO, "EIO"},
+		{INJ_SHORT, 0, "short"},
+	};
+	for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+		int nth, failures = 0;
+		for (nth = 1; nth < 20; nth++) {
+			struct cctx *c = cctx_new("trunc", CAP_FILE_LEN);
+			inj_reset();
+			inj.cfr_err = EXDEV;
+			inj.mode = modes[m].mode;
+			inj.err = modes[m].err;
+			inj.fail_at = nth;
+			int rc = cap_trunc(c);
+			int injected = inj.calls >= nth;
+			if (!injected) {
+				ck_assert_int_eq(rc, 0);
+				struct cscan cs;
+				scan_run(c, &cs);
+				ck_assert_int_eq(cs.js.n, 1);
+				ck_assert_int_eq(cs.npreserve, 1);
+				ck_assert_int_eq(cs.nobj, 1);
+				ck_assert(cs.how == BBX_HOW_COPY || cs.how == BBX_HOW_REFLINK);
+				ck_assert_uint_eq(cs.size, CAP_FILE_LEN);
+				assert_object_is_preimage(c, cs.object, CAP_FILE_LEN);
+				ck_assert_int_eq(level_of_path(c, c->file), BBX_LVL_CONTENT);
+				cctx_free(c);
+				break;
+			}
+			failures++;
+			/* A short object write is reported as ENOSPC, a short record as EIO. */
+			int torn_record = modes[m].mode == INJ_SHORT && inj.failed_fd == c->run.w.fd;
+			int want = modes[m].mode == INJ_ERRNO ? modes[m].err
+				   : torn_record		? EIO
+								: ENOSPC;
+			assert_failed_clean(c, rc, want, modes[m].name, nth);
+			struct jscan js;
+			scan_journal(c->journal, &js);
+			ck_assert_int_eq(js.n, 0);
+			ck_assert_int_eq(js.torn, torn_record); /* a torn record is no record */
+			c->bad_ok = (size_t)torn_record;
+
+			/* Still the same run: a retry without faults captures normally. */
+			inj_reset();
+			ck_assert_int_eq(cap_trunc(c), 0);
+			struct cscan cs;
+			scan_run(c, &cs);
+			ck_assert_int_eq(cs.npreserve, 1);
+			ck_assert_int_eq(cs.nobj, 1);
+			assert_object_is_preimage(c, cs.object, CAP_FILE_LEN);
+			cctx_free(c);
+		}
+		ck_assert_int_lt(nth, 20);
+		/* Unless the filesystem reflinked (no copy at all), all four writes failed. */
+		ck_assert_int_ge(failures, 1);
+	}
+}
+END_TEST
+
+/* copy_file_range failing with ENOSPC (after copying part of the file, or at once). */
+START_TEST(test_cap_open_trunc_cfr_enospc)
+{
+	for (int partial = 0; partial <= 1; partial++) {
+		struct cctx *c = cctx_new("cfr", CAP_FILE_LEN);
+		inj.cfr_err = ENOSPC;
+		inj.cfr_first_limit = partial ? 1000 : 0;
+		int rc = cap_trunc(c);
+		if (inj.cfr_calls == 0) {
+			/* Reflinked: no copy was needed; still consistent. */
+			ck_assert_int_eq(rc, 0);
+			struct cscan cs;
+			scan_run(c, &cs);
+			ck_assert_uint_eq(cs.how, BBX_HOW_REFLINK);
+		} else {
+			ck_assert_int_eq(inj.cfr_calls, partial ? 2 : 1);
+			assert_failed_clean(c, rc, ENOSPC, partial ? "cfr partial" : "cfr", 0);
+			struct jscan js;
+			scan_journal(c->journal, &js);
+			ck_assert_int_eq(js.n, 0);
+			ck_assert(!js.torn);
+			ck_assert_int_eq(inj.calls, 0); /* no record was even attempted */
+		}
+		cctx_free(c);
+	}
+}
+END_TEST
+
+/* open(O_TRUNC) of an empty file only records its size: a failed record is refused. */
+START_TEST(test_cap_open_trunc_empty_file)
+{
+	struct cctx *c = cctx_new("trempty", 0);
+	inj.mode = INJ_ERRNO;
+	inj.fail_at = 1;
+	inj.err = ENOSPC;
+	ck_assert_int_eq(cap_trunc(c), -ENOSPC);
+	ck_assert_int_eq(level_of_path(c, c->file), BBX_LVL_NONE);
+	struct cscan cs;
+	scan_run(c, &cs);
+	ck_assert_int_eq(cs.js.n, 0);
+	inj_reset();
+	ck_assert_int_eq(cap_trunc(c), 0);
+	scan_run(c, &cs);
+	ck_assert_int_eq(cs.js.n, 1);
+	ck_assert_int_eq(cs.js.type[0], BBX_REC_SIZE);
+	ck_assert_int_eq(level_of_path(c, c->file), BBX_LVL_CONTENT);
+	cctx_free(c);
+}
+END_TEST
+
+/* A second O_TRUNC of a captured file writes nothing. */
+START_TEST(test_cap_open_trunc_once)
+{
+	struct cctx *c = cctx_new("tronce", CAP_FILE_LEN);
+	ck_assert_int_eq(cap_trunc(c), 0);
+	off_t size = unit_file_size(c->journal);
+	int calls = inj.calls;
+	ck_assert_int_eq(cap_trunc(c), 0);
+	ck_assert_int_eq(inj.calls, calls);
+	ck_assert_int_eq(unit_file_size(c->journal), size);
+	struct cscan cs;
+	scan_run(c, &cs);
+	ck_assert_int_eq(cs.npreserve, 1);
+	ck_assert_int_eq(cs.nobj, 1);
+	assert_object_is_preimage(c, cs.object, CAP_FILE_LEN);
+	cctx_free(c);
+}
+END_TEST
+
+/* unlink: write 1 is DIRMETA of the parent, then the file is hard-linked into objects/,
+ * write 2 is PRESERVE.  Either failing: refused, no object left. */
+START_TEST(test_cap_remove_nth_write)
+{
+	const int errs[] = {ENOSPC, EIO};
+	for (size_t e = 0; e < 2; e++) {
+		int nth;
+		for (nth = 1; nth < 10; nth++) {
+			struct cctx *c = cctx_new("rm", CAP_FILE_LEN);
+			inj.mode = INJ_ERRNO;
+			inj.fail_at = nth;
+			inj.err = errs[e];
+			int rc = bbx_cap_remove(&c->run, "unlink", c->file);
+			struct stat sb;
+			ck_assert_int_eq(lstat(c->file, &sb), 0);
+			if (inj.calls < nth) {
+				ck_assert_int_eq(rc, 0);
+				struct cscan cs;
+				scan_run(c, &cs);
+				ck_assert_int_eq(cs.js.n, 2);
+				ck_assert_int_eq(cs.js.type[0], BBX_REC_DIRMETA);
+				ck_assert_int_eq(cs.js.type[1], BBX_REC_PRESERVE);
+				ck_assert_uint_eq(cs.how, BBX_HOW_LINK);
+				char p[PATH_MAX + 64];
+				snprintf(p, sizeof p, "%s/%s", c->objects, cs.object);
+				struct stat ob;
+				ck_assert_int_eq(lstat(p, &ob), 0);
+				ck_assert_uint_eq(ob.st_ino, c->fst.st_ino); /* the inode itself */
+				ck_assert_uint_eq(sb.st_nlink, 2);
+				cctx_free(c);
+				break;
+			}
+			assert_failed_clean(c, rc, errs[e], "unlink", nth);
+			ck_assert_uint_eq(sb.st_nlink, 1); /* the object link was removed */
+			struct jscan js;
+			scan_journal(c->journal, &js);
+			ck_assert_int_eq(js.n, nth - 1); /* DIRMETA only if it was written */
+			ck_assert(!js.torn);
+			/* The parent's DIRMETA counts only once durable. */
+			ck_assert_int_eq(level_of_path(c, c->ws),
+					 nth == 1 ? BBX_LVL_NONE : BBX_LVL_CONTENT);
+			cctx_free(c);
+		}
+		ck_assert_int_eq(nth, 3);
+	}
+}
+END_TEST
+
+/* unlink with linkat failing with EIO: refused, nothing in objects/. */
+START_TEST(test_cap_remove_linkat_eio)
+{
+	struct cctx *c = cctx_new("rmlink", CAP_FILE_LEN);
+	inj.link_err = EIO;
+	int rc = bbx_cap_remove(&c->run, "unlink", c->file);
+	ck_assert_int_eq(inj.link_calls, 1);
+	assert_failed_clean(c, rc, EIO, "linkat", 0);
+	struct jscan js;
+	scan_journal(c->journal, &js);
+	ck_assert_int_eq(js.n, 1);
+	ck_assert_int_eq(js.type[0], BBX_REC_DIRMETA);
+	cctx_free(c);
+}
+END_TEST
+
+/* unlink where linkat cannot link (EXDEV: objects/ on another filesystem), so the
+ * content is copied; copy_file_range then fails with ENOSPC. */
+START_TEST(test_cap_remove_copy_cfr_enospc)
+{
+	struct cctx *c = cctx_new("rmcfr", CAP_FILE_LEN);
+	inj.link_err = EXDEV;
+	inj.cfr_err = ENOSPC;
+	int rc = bbx_cap_remove(&c->run, "unlink", c->file);
+	if (inj.cfr_calls == 0) {
+		ck_assert_int_eq(rc, 0); /* reflinked */
+	} else {
+		assert_failed_clean(c, rc, ENOSPC, "unlink copy", 0);
+		struct jscan js;
+		scan_journal(c->journal, &js);
+		ck_assert_int_eq(js.n, 1);
+		ck_assert_int_eq(js.type[0], BBX_REC_DIRMETA);
+	}
+	cctx_free(c);
+}
+END_TEST
+
+/* unlink by copy with write(): DIRMETA, three object writes, PRESERVE. */
+START_TEST(test_cap_remove_copy_nth_write)
+{
+	int nth, failures = 0;
+	for (nth = 1; nth < 20; nth++) {
+		struct cctx *c = cctx_new("rmcopy", CAP_FILE_LEN);
+		inj.link_err = EXDEV;
+		inj.cfr_err = EXDEV;
+		inj.mode = INJ_ERRNO;
+		inj.err = ENOSPC;
+		inj.fail_at = nth;
+		int rc = bbx_cap_remove(&c->run, "unlink", c->file);
+		if (inj.calls < nth) {
+			ck_assert_int_eq(rc, 0);
+			struct cscan cs;
+			scan_run(c, &cs);
+			ck_assert_int_eq(cs.npreserve, 1);
+			ck_assert(cs.how == BBX_HOW_COPY || cs.how == BBX_HOW_REFLINK);
+			assert_object_is_preimage(c, cs.object, CAP_FILE_LEN);
+			cctx_free(c);
+			break;
+		}
+		failures++;
+		assert_failed_clean(c, rc, ENOSPC, "unlink copy", nth);
+		struct jscan js;
+		scan_journal(c->journal, &js);
+		ck_assert_int_eq(js.n, nth == 1 ? 0 : 1);
+		cctx_free(c);
+	}
+	ck_assert_int_lt(nth, 20);
+	ck_assert_int_ge(failures, 2);
+}
+END_TEST
+
+/* The PRESERVE record of an unlink written short: -EIO, the torn bytes are no record,
+ * and the object link is removed. */
+START_TEST(test_cap_remove_short_record)
+{
+	struct cctx *c = cctx_new("rmshort", CAP_FILE_LEN);
+	inj.mode = INJ_SHORT;
+	inj.fail_at = 2;
+	inj.short_len = 40;
+	int rc = bbx_cap_remove(&c->run, "unlink", c->file);
+	assert_failed_clean(c, rc, EIO, "unlink short", 2);
+	struct jscan js;
+	scan_journal(c->journal, &js);
+	ck_assert_int_eq(js.n, 1);
+	ck_assert(js.torn);
+	ck_assert_uint_eq(js.torn_len, 40);
+	cctx_free(c);
+}
+END_TEST
+
+static Suite *writer_suite(void)
+{
+	Suite *s = suite_create("writer");
+	TCase *tc = tcase_create("writer");
+	tcase_add_checked_fixture(tc, inj_setup, inj_teardown);
+	tcase_add_test(tc, test_writer_appends_exact_bytes);
+	tcase_add_test(tc, test_writer_open_errors);
+	tcase_add_test(tc, test_writer_nth_write_fails);
+	tcase_add_test(tc, test_writer_short_write);
+	tcase_add_test(tc, test_writer_eintr_retried);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("identity");
+	tcase_add_checked_fixture(tc, inj_setup, inj_teardown);
+	tcase_add_test(tc, test_identity_dup2_over_fd);
+	tcase_add_test(tc, test_identity_closed_fd_reopened);
+	tcase_add_test(tc, test_identity_number_reused);
+	tcase_add_test(tc, test_identity_reopen_fails_closed);
+	tcase_add_test(tc, test_identity_journal_rdonly_at_fd);
+	tcase_add_test(tc, test_identity_journal_noappend_at_fd);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("capture");
+	tcase_add_checked_fixture(tc, inj_setup, inj_teardown);
+	tcase_add_test(tc, test_cap_open_trunc_nth_write);
+	tcase_add_test(tc, test_cap_open_trunc_cfr_enospc);
+	tcase_add_test(tc, test_cap_open_trunc_empty_file);
+	tcase_add_test(tc, test_cap_open_trunc_once);
+	tcase_add_test(tc, test_cap_remove_nth_write);
+	tcase_add_test(tc, test_cap_remove_linkat_eio);
+	tcase_add_test(tc, test_cap_remove_copy_cfr_enospc);
+	tcase_add_test(tc, test_cap_remove_copy_nth_write);
+	tcase_add_test(tc, test_cap_remove_short_record);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void) { return unit_main(writer_suite()); }
