@@ -172,6 +172,7 @@ static int ino_same(const struct inomap *m, uint64_t cur, uint64_t recorded)
 struct ctx {
 	const char *dir;
 	struct inomap alias;
+	int alias_fd; /* undo/aliases: the map survives an interrupted undo */
 	struct bbx_reader r;
 	struct bbx_uops u;
 	struct bbx_run run;
@@ -179,6 +180,28 @@ struct ctx {
 	struct bbx_undo_stats *s;
 	int progress_fd;
 };
+
+static void alias_add(struct ctx *c, uint64_t old, uint64_t now)
+{
+	ino_alias(&c->alias, old, now);
+	if (c->alias_fd >= 0) {
+		char b[64];
+		int n = snprintf(b, sizeof b, "%llu %llu\n", (unsigned long long)old,
+				 (unsigned long long)now);
+		(void)!write(c->alias_fd, b, (size_t)n);
+	}
+}
+
+static void alias_load(struct ctx *c)
+{
+	FILE *f = fdopen(dup(c->alias_fd), "r");
+	if (!f)
+		return;
+	unsigned long long a, b;
+	while (fscanf(f, "%llu %llu", &a, &b) == 2)
+		ino_alias(&c->alias, a, b);
+	fclose(f);
+}
 
 static void say(struct ctx *c, const char *verb, const char *path)
 {
@@ -286,6 +309,10 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 			return; /* the kept inode is already there */
 		if ((rc = objpath(c, r, obj, sizeof obj)))
 			goto out;
+		struct stat so;
+		if (exists && stat(obj, &so) == 0 && so.st_ino == sb.st_ino && so.st_dev == sb.st_dev)
+			return; /* linked by an interrupted earlier attempt (a journal copied
+				 * elsewhere keeps the objects, not their inode numbers) */
 		if (!exists) {
 			rc = bbx_uop_link(&c->u, obj, r->path);
 		} else {
@@ -350,7 +377,7 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 		meta_from(c, r->path, r, 1);
 out:
 	if (!rc && lstat(r->path, &sb) == 0 && sb.st_ino != r->st.ino)
-		ino_alias(&c->alias, r->st.ino, sb.st_ino);
+		alias_add(c, r->st.ino, sb.st_ino);
 	if (rc)
 		fail(c, "restoring", r->path, rc);
 	else {
@@ -390,7 +417,7 @@ static void do_mkdir(struct ctx *c, const struct bbx_rec *r)
 		return;
 	}
 	if (lstat(r->path, &sb) == 0)
-		ino_alias(&c->alias, r->st.ino, sb.st_ino);
+		alias_add(c, r->st.ino, sb.st_ino);
 	c->s->restored++;
 }
 
@@ -517,6 +544,12 @@ static int open_undo_run(struct ctx *c, char *udir, size_t cap, int *resumed)
 	}
 	if ((rc = bbx_run_open(&c->run, udir)))
 		return rc;
+	snprintf(p, sizeof p, "%s/aliases", udir);
+	c->alias_fd = open(p, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (c->alias_fd < 0)
+		return -errno;
+	if (*resumed)
+		alias_load(c);
 	snprintf(p, sizeof p, "%s/progress", udir);
 	c->progress_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	return c->progress_fd < 0 ? -errno : 0;
@@ -524,7 +557,7 @@ static int open_undo_run(struct ctx *c, char *udir, size_t cap, int *resumed)
 
 int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo_stats *s)
 {
-	struct ctx c = {.dir = dir, .o = o, .s = s, .progress_fd = -1};
+	struct ctx c = {.dir = dir, .o = o, .s = s, .progress_fd = -1, .alias_fd = -1};
 	memset(s, 0, sizeof *s);
 	char p[PATH_MAX + 32];
 	snprintf(p, sizeof p, "%s/undone", dir);
@@ -604,7 +637,11 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 				break;
 			}
 			progress_save(&c, 2, i + 1);
+			if (o->progress && (i & 4095) == 4095)
+				fprintf(o->progress, "\rbbx-undo: %zu/%zu steps", i + 1, nsteps);
 		}
+		if (o->progress && nsteps > 4095)
+			fprintf(o->progress, "\rbbx-undo: %zu/%zu steps\n", nsteps, nsteps);
 		phase = 3;
 		progress_save(&c, phase, 0);
 	}
@@ -626,6 +663,8 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 out:
 	if (c.progress_fd >= 0)
 		close(c.progress_fd);
+	if (c.alias_fd >= 0)
+		close(c.alias_fd);
 	free(steps);
 	free(offs);
 	free(c.alias.k);

@@ -53,7 +53,8 @@ const char *bbx_undo_action_name(int action);
 struct bbx_undo_opts {
 	int dry_run;
 	int verbose;     /* print every action */
-	FILE *out;       /* actions, conflicts and progress (NULL: silent) */
+	FILE *out;       /* actions, conflicts and errors (NULL: silent) */
+	FILE *progress;  /* a progress line on long replays (NULL: none) */
 };
 
 struct bbx_undo_stats {

@@ -49,6 +49,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!quiet && isatty(2))
+		o.progress = stderr;
 	char dir[PATH_MAX];
 	bbx_tool_journal(optind < argc ? argv[optind] : NULL, dir, sizeof dir);
 	struct bbx_undo_stats s;

@@ -28,7 +28,8 @@ else
 	U=$(id -u) G=$(id -g) OWN_SAME=1
 fi
 
-# The workspace every case starts from.
+# The workspace every case starts from: files f, g (with a second hard link d/hg), empty,
+# x (with an xattr), directories d and e (empty), symlinks l -> f and dl -> nowhere.
 mk_ws() {
 	W=$(new_ws)
 	printf 'hello world, this is f\n' >"$W/f"
@@ -38,6 +39,8 @@ mk_ws() {
 	mkdir "$W/d" "$W/e"
 	printf 'inner\n' >"$W/d/inner"
 	ln -s f "$W/l"
+	ln -s nowhere "$W/dl"
+	ln "$W/g" "$W/d/hg"
 	chmod 644 "$W/f" "$W/g" "$W/empty" "$W/x" "$W/d/inner"
 	chmod 755 "$W/d" "$W/e"
 	# Outside any run: callwrap without the shim is plain libc.
@@ -77,11 +80,11 @@ snapx() {
 	local reply=
 	printf '%s\t%s\n' "$1" "$2" >&"${SNAPD[1]}"
 	read -r reply <&"${SNAPD[0]}"
-	[ "$reply" = done ] || { diag "snapshot server gone"; echo "no snapshot" >"$2"; }
+	[ "$reply" = "done" ] || { diag "snapshot server gone"; echo "no snapshot" >"$2"; }
 }
 
 # Dumps a file into the TAP stream as diagnostics.
-diag_file() { sed 's/^/#   /' "$1" | head -${2:-30} >&2; }
+diag_file() { sed 's/^/#   /' "$1" | head -n "${2:-30}" >&2; }
 
 declare -A COVERED
 NCASES=0
@@ -91,6 +94,7 @@ MODE=count
 #   TYPES: record types joined by '+', each TYPE (op = NAME) or TYPE:OP.
 #   ARGs (and $CASE_ENV, VAR=VALUE) have @W replaced by the workspace path.
 #   NOCHANGE=1 before t: the call leaves the workspace as it was (said why at the case).
+#   KNOWN="bug" before t: the tree is known not to be restored yet (TAP TODO).
 t() {
 	if [ "$MODE" = count ]; then
 		COVERED[$1]=1
@@ -134,7 +138,19 @@ t() {
 	ok $rc "$name: $label: undo exits 0"
 
 	snapx "$W" "$o.after"
-	same_snap "$o.before" "$o.after" "$name: $label: tree restored"
+	if [ -z "${KNOWN:-}" ]; then
+		same_snap "$o.before" "$o.after" "$name: $label: tree restored"
+	else
+		# A known bug, reported and not yet fixed: TAP TODO (XFAIL; XPASS once fixed,
+		# which fails the suite until KNOWN= is dropped from the case).
+		T_N=$((T_N + 1))
+		if cmp -s "$o.before" "$o.after"; then
+			echo "ok $T_N - $name: $label: tree restored # TODO $KNOWN"
+		else
+			diff "$o.before" "$o.after" | head -20 | sed 's/^/# /' >&2
+			echo "not ok $T_N - $name: $label: tree restored # TODO $KNOWN"
+		fi
+	fi
 }
 
 # What a child program does: rewrite a pre-existing file, so the exec'd program's own
@@ -222,10 +238,10 @@ cases() {
 	t fchmodat META "a directory" @W d 700
 	t fchmodat META "AT_SYMLINK_NOFOLLOW on a file" @W f 600 symlink_nofollow
 	t lchmod META "a file" @W/f 600
-	NOCHANGE=$OWN_SAME t chown META "a file" @W/f $U $G
-	NOCHANGE=$OWN_SAME t fchown META "a file" @W/f $U $G
-	NOCHANGE=$OWN_SAME t lchown META "a symlink itself" @W/l $U $G
-	NOCHANGE=$OWN_SAME t fchownat META "AT_SYMLINK_NOFOLLOW" @W l $U $G symlink_nofollow
+	NOCHANGE=$OWN_SAME t chown META "a file" @W/f "$U" "$G"
+	NOCHANGE=$OWN_SAME t fchown META "a file" @W/f "$U" "$G"
+	NOCHANGE=$OWN_SAME t lchown META "a symlink itself" @W/l "$U" "$G"
+	NOCHANGE=$OWN_SAME t fchownat META "AT_SYMLINK_NOFOLLOW" @W l "$U" "$G" symlink_nofollow
 	t utime META "a file" @W/f $SEC
 	t utimes META "a directory" @W/d $SEC
 	t lutimes META "a symlink itself" @W/l $SEC
@@ -256,6 +272,19 @@ cases() {
 		1 @W/f wronly,trunc 0644 /bin/sh sh -c 'echo spawned'
 	t system EXEC "sh -c" "$SH"
 	t popen EXEC "sh -c, read" "$SH" r
+	# ---- through symlinks and hard links: undo must restore what the call reached
+	# capture.c records the content pre-image under the symlink's own path, so undo
+	# replaces the symlink by a regular file and leaves its target changed.
+	KNOWN="PRESERVE names the symlink, not its target" \
+		t open PRESERVE "O_TRUNC through a symlink" @W/l wronly,trunc 0644 new
+	KNOWN="PRESERVE names the symlink, not its target" \
+		t truncate PRESERVE "shrink through a symlink" @W/l 3
+	t open64 SIZE "O_APPEND through a symlink" @W/l wronly,append 0 more
+	t open CREATE+RESULT "O_CREAT through a dangling symlink" @W/dl wronly,creat 0644 new
+	t chmod META "through a symlink" @W/l 600
+	t open PRESERVE "O_TRUNC of a file with two links" @W/g wronly,trunc 0644 new
+	t unlink PRESERVE "one of two hard links" @W/d/hg
+	t rename RMDIR+RENAME "a directory over an empty one" @W/d @W/e
 }
 
 cases

@@ -4,10 +4,12 @@
 check_PROGRAMS += \
 	tests/unit/check_record \
 	tests/unit/check_reader \
+	tests/unit/check_writer \
 	$(NULL)
 TESTS += \
 	tests/unit/check_record \
 	tests/unit/check_reader \
+	tests/unit/check_writer \
 	$(NULL)
 
 tests_unit_check_record_SOURCES = tests/unit/check_record.c tests/unit/unit.h
@@ -17,3 +19,7 @@ tests_unit_check_record_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
 tests_unit_check_reader_SOURCES = tests/unit/check_reader.c tests/unit/unit.h
 tests_unit_check_reader_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_check_reader_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
+
+tests_unit_check_writer_SOURCES = tests/unit/check_writer.c tests/unit/unit.h
+tests_unit_check_writer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_check_writer_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
