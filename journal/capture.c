@@ -66,6 +66,47 @@ static int in_journal_dir(const struct bbx_run *run, const char *path)
 	       (path[run->dirlen] == '/' || path[run->dirlen] == 0);
 }
 
+static int is_journal_dir(const struct bbx_run *run, const struct stat *sb)
+{
+	return S_ISDIR(sb->st_mode) &&
+	       ((sb->st_dev == run->jdev && sb->st_ino == run->jino) ||
+		(sb->st_dev == run->odev && sb->st_ino == run->oino));
+}
+
+/* Is the entry at path inside the journal directory (or that directory itself)?  By
+ * identity of its parent directory, so "..", symlinked directories and other spellings
+ * are caught, not only the literal prefix. */
+static int protected_entry(const struct bbx_run *run, const char *path)
+{
+	if (in_journal_dir(run, path))
+		return 1;
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return 0;
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+	char parent[PATH_MAX];
+	if (n >= sizeof parent)
+		return 0;
+	memcpy(parent, path, n);
+	parent[n] = 0;
+	struct stat sb;
+	if (stat(parent, &sb) == 0 && is_journal_dir(run, &sb))
+		return 1;
+	return lstat(path, &sb) == 0 && is_journal_dir(run, &sb);
+}
+
+/* The path a following call (open, truncate) really reaches when path is a symlink:
+ * undo must restore the target, not replace the link with a file. */
+static int resolve_final_symlink(const char *path, char *out, size_t cap)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = bbx_path_fd(fd, out, cap);
+	close(fd);
+	return rc;
+}
+
 static int level_of(struct bbx_run *run, const struct stat *sb)
 {
 	return bbx_state_level(run->st, sb->st_dev, sb->st_ino);
@@ -103,8 +144,10 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 	memcpy(tls.tmp, path, n);
 	tls.tmp[n] = 0;
 	struct stat sb;
-	if (lstat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
+	if (stat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return 0; /* the call itself will fail */
+	if (is_journal_dir(run, &sb))
+		return -EACCES; /* never an entry of the run's own journal directory */
 	if (level_of(run, &sb) >= BBX_LVL_CONTENT)
 		return 0;
 	struct bbx_enc e;
@@ -248,6 +291,8 @@ int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int ki
 	pend->seq = 0;
 	if (in_journal_dir(run, path))
 		return -EACCES;
+	if (kind == BBX_KIND_HARDLINK && target && protected_entry(run, target))
+		return -EACCES; /* a second name for a journal file would let it be changed */
 	int rc = kind == BBX_KIND_ANON ? 0 : cap_parent(run, op, path);
 	if (rc)
 		return rc;
@@ -340,7 +385,14 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	if (in_journal_dir(run, path))
 		return -EACCES;
 	struct stat sb;
-	int rc = (oflags & O_NOFOLLOW) ? lstat(path, &sb) : stat(path, &sb);
+	int rc = lstat(path, &sb);
+	if (rc == 0 && S_ISLNK(sb.st_mode) && !(oflags & O_NOFOLLOW)) {
+		/* Decide and record on what the call reaches. */
+		if (resolve_final_symlink(path, resolved, PATH_MAX) == 0 && stat(resolved, &sb) == 0)
+			path = resolved;
+		else
+			rc = -1, errno = ENOENT; /* dangling: O_CREAT creates the target */
+	}
 	if (rc < 0) {
 		if (errno != ENOENT || !(oflags & O_CREAT))
 			return 0; /* the call fails the same way */
@@ -362,6 +414,8 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	if (!S_ISREG(sb.st_mode) || !writes)
 		return 0; /* devices, fifos, ttys: nothing an undo could restore */
 	int lvl = level_of(run, &sb);
+	if (lvl < BBX_LVL_CONTENT && protected_entry(run, path))
+		return -EACCES;
 	if ((oflags & O_TRUNC) || !(oflags & O_APPEND)) {
 		if (lvl >= BBX_LVL_CONTENT)
 			return 0;
@@ -384,6 +438,8 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	struct stat sb;
 	if (lstat(path, &sb) < 0)
 		return 0;
+	if (is_journal_dir(run, &sb))
+		return -EACCES;
 	int rc = cap_parent(run, op, path);
 	if (rc)
 		return rc;
@@ -450,6 +506,8 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 	struct stat sf, st;
 	if (lstat(from, &sf) < 0)
 		return 0;
+	if (is_journal_dir(run, &sf))
+		return -EACCES;
 	int rc = cap_parent(run, op, from);
 	if (!rc)
 		rc = cap_parent(run, op, to);
@@ -487,12 +545,17 @@ int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd
 		if (rc)
 			return rc;
 		path = tls.tmp;
+	} else {
+		struct stat lsb;
+		if (lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode) &&
+		    resolve_final_symlink(path, tls.tmp, sizeof tls.tmp) == 0)
+			path = tls.tmp;
 	}
-	if (in_journal_dir(run, path))
-		return -EACCES;
 	int lvl = level_of(run, &sb);
 	if (lvl >= BBX_LVL_CONTENT)
 		return 0;
+	if (protected_entry(run, path))
+		return -EACCES;
 	if (!destroys || sb.st_size == 0)
 		return lvl >= BBX_LVL_SIZE ? 0 : record_size(run, op, path, &sb);
 	return preserve_content(run, op, path, fd, &sb);
@@ -514,7 +577,7 @@ int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd)
 	int rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp);
 	if (rc)
 		return rc;
-	if (in_journal_dir(run, tls.tmp))
+	if (protected_entry(run, tls.tmp))
 		return -EACCES;
 	if (fl >= 0 && (fl & O_APPEND))
 		return record_size(run, op, tls.tmp, &sb);
@@ -535,10 +598,18 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 		if ((rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp)))
 			return rc;
 		path = tls.tmp;
-	} else if (((mask & BBX_META_NOFOLLOW) ? lstat(path, &sb) : stat(path, &sb)) < 0) {
-		return 0;
+	} else {
+		if (lstat(path, &sb) < 0)
+			return 0;
+		if (S_ISLNK(sb.st_mode) && !(mask & BBX_META_NOFOLLOW)) {
+			/* record the object the call changes: the symlink's target */
+			if (resolve_final_symlink(path, tls.tmp, sizeof tls.tmp) < 0 ||
+			    stat(tls.tmp, &sb) < 0)
+				return 0; /* dangling: the call fails */
+			path = tls.tmp;
+		}
 	}
-	if (in_journal_dir(run, path))
+	if (protected_entry(run, path) || is_journal_dir(run, &sb))
 		return -EACCES;
 	struct bbx_enc e;
 	begin(&e, BBX_REC_META, op, path);

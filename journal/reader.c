@@ -27,6 +27,7 @@ int bbx_reader_open(struct bbx_reader *r, const char *path)
 		else {
 			r->map = m;
 			r->size = (size_t)sb.st_size;
+			r->mapped = 1;
 		}
 	}
 	close(fd);
@@ -42,19 +43,32 @@ void bbx_reader_init_mem(struct bbx_reader *r, const void *buf, size_t size)
 
 void bbx_reader_close(struct bbx_reader *r)
 {
-	if (r->map && r->size)
+	if (r->mapped && r->map && r->size)
 		munmap((void *)r->map, r->size);
+	r->mapped = 0;
 	r->map = NULL;
 }
 
-/* After damage at off, the next offset at which a complete valid record starts. */
+/* After damage at off, the next offset at which the log verifiably resumes: a valid
+ * record that is followed by the end of the file or by another valid record.  The
+ * second condition (or a torn record starting right after it) keeps a record embedded in a damaged record's payload (a path, an
+ * argv, an xattr value can hold any bytes) from surfacing as a phantom: what follows
+ * an embedded record is the rest of its host, not a record. */
 static size_t resync(const struct bbx_reader *r, size_t off, struct bbx_rec *tmp)
 {
 	for (size_t o = off + 1; o + 4 <= r->size; o++) {
 		if (r->map[o] != 'B' || r->map[o + 1] != 'B' || r->map[o + 2] != 'X' ||
 		    r->map[o + 3] != '1')
 			continue;
-		if (bbx_rec_decode(r->map + o, r->size - o, tmp) == 0)
+		if (bbx_rec_decode(r->map + o, r->size - o, tmp) != 0)
+			continue;
+		size_t end = o + tmp->len;
+		if (end == r->size)
+			return o;
+		int next = bbx_rec_decode(r->map + end, r->size - end, tmp);
+		/* followed by a record, or by the torn start of one (magic present) */
+		if (next == 0 || (next == -EAGAIN && r->size - end >= 4 &&
+				  memcmp(r->map + end, "BBX1", 4) == 0))
 			return o;
 	}
 	return r->size;

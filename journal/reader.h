@@ -22,6 +22,7 @@ struct bbx_reader {
 	size_t torn_off, torn_len; /* set when the tail is torn */
 	size_t bad_ranges;         /* damaged ranges skipped in the middle */
 	size_t bad_bytes;
+	int mapped;                /* map is ours to unmap */
 };
 
 enum {

@@ -154,6 +154,8 @@ long bbx_enc_finish(struct bbx_enc *e, const struct bbx_rec_hdr *h)
 		return e->err;
 	uint8_t *b = e->buf;
 	size_t total = e->len + BBX_REC_TRAILER_LEN;
+	if (total > BBX_REC_MAX_LEN)
+		return -E2BIG; /* a reader would reject it: never write one */
 	put32(b + 8, (uint32_t)total);
 	put32(b + 12, BBX_REC_HDR_LEN);
 	put64(b + 16, h->seq);

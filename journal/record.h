@@ -135,8 +135,8 @@ struct bbx_rec_hdr {
 	uint32_t uid, flags;
 };
 
-/* Completes the header and the checksum.  Returns the record length, or
- * -ENAMETOOLONG when the fields did not fit in the buffer. */
+/* Completes the header and the checksum.  Returns the record length, -ENAMETOOLONG
+ * when the fields did not fit in the buffer, or -E2BIG past BBX_REC_MAX_LEN. */
 long bbx_enc_finish(struct bbx_enc *e, const struct bbx_rec_hdr *h);
 
 /* A decoded record.  Pointers refer into the record bytes and live as long as they. */

@@ -153,6 +153,16 @@ int bbx_run_open(struct bbx_run *run, const char *dir)
 		return -ENAMETOOLONG;
 	run->dirlen = (size_t)n;
 	char p[PATH_MAX + 16];
+	struct stat sb;
+	if (stat(run->dir, &sb) < 0)
+		return -errno;
+	run->jdev = sb.st_dev;
+	run->jino = sb.st_ino;
+	snprintf(p, sizeof p, "%s/objects", dir);
+	if (stat(p, &sb) == 0) {
+		run->odev = sb.st_dev;
+		run->oino = sb.st_ino;
+	}
 	snprintf(p, sizeof p, "%s/state", dir);
 	int rc = bbx_state_map(p, &run->st);
 	if (rc)

@@ -22,6 +22,9 @@
 struct bbx_run {
 	char dir[PATH_MAX];
 	size_t dirlen;
+	/* The journal directory and its objects/ by identity: whatever path reaches them
+	 * (.., symlinks, bind mounts), the run may not change what is inside. */
+	uint64_t jdev, jino, odev, oino;
 	struct bbx_writer w;
 	struct bbx_state *st;
 };

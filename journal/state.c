@@ -58,7 +58,8 @@ int bbx_state_map(const char *path, struct bbx_state **out)
 		rc = -errno;
 		goto out;
 	}
-	if (st->magic != BBX_STATE_MAGIC || state_bytes(st->nslots) > (size_t)sb.st_size) {
+	if (st->magic != BBX_STATE_MAGIC || st->nslots == 0 ||
+	    (st->nslots & (st->nslots - 1)) != 0 || state_bytes(st->nslots) > (size_t)sb.st_size) {
 		munmap(st, (size_t)sb.st_size);
 		rc = -EINVAL;
 		goto out;
@@ -130,6 +131,10 @@ int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
 			continue;
 		}
 		uint64_t dl = __atomic_load_n(&s->devlvl, __ATOMIC_ACQUIRE);
+		if (dl == TOMBSTONE &&
+		    __atomic_compare_exchange_n(&s->devlvl, &dl, want, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return 0; /* a forgotten slot of the same inode number: reuse it */
 		for (;;) {
 			if (dl == 0 || dl == TOMBSTONE || (dl & DEVMASK) != d)
 				break; /* being filled, forgotten, or another device */

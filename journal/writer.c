@@ -46,12 +46,18 @@ int bbx_writer_open(struct bbx_writer *w, const char *dir)
 	return writer_reopen(w);
 }
 
+/* Ours only if it is the journal (device, inode) AND open for appending: a descriptor
+ * to the journal put there by someone else (read-only, or without O_APPEND) would fail
+ * or overwrite the head of the log. */
 static int writer_fd_ok(struct bbx_writer *w, int fd)
 {
 	struct stat sb;
 	if (fd < 0 || fstat(fd, &sb) < 0)
 		return 0;
-	return sb.st_dev == w->dev && sb.st_ino == w->ino;
+	if (sb.st_dev != w->dev || sb.st_ino != w->ino)
+		return 0;
+	int fl = fcntl(fd, F_GETFL);
+	return fl >= 0 && (fl & O_APPEND) && (fl & O_ACCMODE) != O_RDONLY;
 }
 
 int bbx_writer_append(struct bbx_writer *w, const void *rec, size_t len)

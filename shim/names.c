@@ -166,14 +166,23 @@ BBX_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 		    BBX_REAL(symlinkat)(target, dirfd, path));
 }
 
+/* The link source, absolute (it is recorded, and checked against the journal). */
+static const char *abs_source(int ofd, const char *old, int flags)
+{
+	char *out = bbx_tp.c;
+	int rc = (flags & AT_EMPTY_PATH) && !*old ? bbx_path_fd(ofd, out, PATH_MAX)
+						   : bbx_path_abs(ofd, old, out, PATH_MAX);
+	return rc ? old : out;
+}
+
 BBX_EXPORT int link(const char *old, const char *path)
 {
-	CREATE_BODY("link", AT_FDCWD, path, BBX_KIND_HARDLINK, 0, old,
+	CREATE_BODY("link", AT_FDCWD, path, BBX_KIND_HARDLINK, 0, abs_source(AT_FDCWD, old, 0),
 		    BBX_REAL(link)(old, path));
 }
 
 BBX_EXPORT int linkat(int ofd, const char *old, int nfd, const char *path, int flags)
 {
-	CREATE_BODY("linkat", nfd, path, BBX_KIND_HARDLINK, 0, old,
+	CREATE_BODY("linkat", nfd, path, BBX_KIND_HARDLINK, 0, abs_source(ofd, old, flags),
 		    BBX_REAL(linkat)(ofd, old, nfd, path, flags));
 }

@@ -7,3 +7,5 @@ TESTS += tests/e2e/t-rt-coreutils.sh tests/e2e/t-rt-programs.sh tests/e2e/t-rt-p
 	tests/e2e/t-undo-modes.sh tests/e2e/t-failclosed.sh
 EXTRA_DIST += tests/e2e/roundtrip.sh tests/e2e/t-rt-coreutils.sh tests/e2e/t-rt-programs.sh \
 	tests/e2e/t-rt-procs.sh tests/e2e/t-undo-modes.sh tests/e2e/t-failclosed.sh
+# shared by every t-*.sh (t-entrypoints.sh needs them in a tarball too)
+EXTRA_DIST += tests/e2e/lib.sh tests/e2e/snapshot.py

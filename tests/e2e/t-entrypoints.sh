@@ -3,8 +3,8 @@
 # t-entrypoints.sh - every libc entry point in shim/wrappers.def, called by its own name.
 #
 # STYLE.md: "Every wrapped entry point has a test program that calls it and a test that
-# sees its record."  For each case below: a fresh workspace of pre-existing files, a
-# directory, an empty directory, a symlink and an xattr; a snapshot; tests/progs/callwrap
+# sees its record."  For each case below: a fresh workspace of pre-existing files, hard
+# links, directories, symlinks and an xattr (mk_ws); a snapshot; tests/progs/callwrap
 # calling exactly that entry point under bbx-run, changing something that existed before
 # (so undo has real work); then
 #   (a) the call succeeded and changed the tree,
@@ -12,7 +12,8 @@
 #   (c) bbx-undo exits 0,
 #   (d) the tree (content, modes, owners, mtimes, symlinks, xattrs) is as before.
 # Plus: callwrap --list and its imports cover every name, libbbxshim.so exports exactly
-# the names of wrappers.def, and every name has at least one case here.
+# the names of wrappers.def, and every name has at least one case here.  A few cases at
+# the end reach their file through a symlink or a second hard link.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
 DEF="$BBX_SRCDIR/shim/wrappers.def"

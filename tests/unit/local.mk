@@ -5,11 +5,13 @@ check_PROGRAMS += \
 	tests/unit/check_record \
 	tests/unit/check_reader \
 	tests/unit/check_writer \
+	tests/unit/check_state \
 	$(NULL)
 TESTS += \
 	tests/unit/check_record \
 	tests/unit/check_reader \
 	tests/unit/check_writer \
+	tests/unit/check_state \
 	$(NULL)
 
 tests_unit_check_record_SOURCES = tests/unit/check_record.c tests/unit/unit.h
@@ -23,3 +25,7 @@ tests_unit_check_reader_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
 tests_unit_check_writer_SOURCES = tests/unit/check_writer.c tests/unit/unit.h
 tests_unit_check_writer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_check_writer_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
+
+tests_unit_check_state_SOURCES = tests/unit/check_state.c tests/unit/unit.h
+tests_unit_check_state_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_check_state_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)

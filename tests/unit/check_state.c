@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * check_state.c - unit tests of the run's shared state (journal/state.c): the record
+ * sequence counter, shared by every process of a run, and the captured set.
+ *
+ * Sequence numbers order the journal, so they must be unique and increasing in every
+ * process, forked or freshly mapped.  The captured set may only err towards "not
+ * captured": a level never goes down except by forget, and a device never answers for
+ * another.
+ */
+#include "state.h"
+#include "unit.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+static void state_path(char *out, size_t cap, const char *tag)
+{
+	char dir[PATH_MAX];
+	unit_mkdtemp(dir, sizeof dir, tag);
+	int n = snprintf(out, cap, "%s/state", dir);
+	ck_assert(n > 0 && (size_t)n < cap);
+}
+
+static struct bbx_state *fresh_state(const char *tag, char *path, size_t cap)
+{
+	state_path(path, cap, tag);
+	ck_assert_int_eq(bbx_state_create(path), 0);
+	struct bbx_state *st = NULL;
+	ck_assert_int_eq(bbx_state_map(path, &st), 0);
+	ck_assert_ptr_nonnull(st);
+	return st;
+}
+
+/* A state file made by hand, with a header the test chooses. */
+static void write_state_file(const char *path, uint32_t magic, uint32_t nslots, size_t slots_len)
+{
+	struct bbx_state h;
+	memset(&h, 0, sizeof h);
+	h.magic = magic;
+	h.version = 1;
+	h.seq = 1;
+	h.nslots = nslots;
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, &h, sizeof h), (ssize_t)sizeof h);
+	ck_assert_int_eq(ftruncate(fd, (off_t)(sizeof h + slots_len * sizeof(struct bbx_state_slot))),
+			 0);
+	close(fd);
+}
+
+START_TEST(test_create_and_map)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = fresh_state("create", p, sizeof p);
+	ck_assert_uint_eq(st->magic, BBX_STATE_MAGIC);
+	ck_assert_uint_eq(st->version, 1);
+	ck_assert_uint_eq(st->nslots, BBX_STATE_SLOTS);
+	ck_assert_uint_eq(st->seq, 1);
+	struct stat sb;
+	ck_assert_int_eq(stat(p, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 07777, 0600);
+	ck_assert_uint_eq((size_t)sb.st_size,
+			  sizeof(struct bbx_state) + BBX_STATE_SLOTS * sizeof(struct bbx_state_slot));
+	ck_assert_int_lt((long long)sb.st_blocks * 512, 1 << 20); /* sparse */
+	/* The first sequence number is 1 (0 means "no record" in pending creations). */
+	ck_assert_uint_eq(bbx_state_next_seq(st), 1);
+	ck_assert_uint_eq(bbx_state_next_seq(st), 2);
+	/* A second mapping shares the counter. */
+	struct bbx_state *st2 = NULL;
+	ck_assert_int_eq(bbx_state_map(p, &st2), 0);
+	ck_assert_uint_eq(bbx_state_next_seq(st2), 3);
+	ck_assert_uint_eq(bbx_state_next_seq(st), 4);
+	ck_assert_int_eq(bbx_state_raise(st2, 7, 8, BBX_LVL_SIZE), 0);
+	ck_assert_int_eq(bbx_state_level(st, 7, 8), BBX_LVL_SIZE);
+	bbx_state_unmap(st2);
+	/* Never created twice: an existing run's state is not reset. */
+	ck_assert_int_eq(bbx_state_create(p), -EEXIST);
+	ck_assert_uint_eq(bbx_state_next_seq(st), 5);
+	bbx_state_unmap(st);
+	bbx_state_unmap(NULL);
+}
+END_TEST
+
+START_TEST(test_map_rejects)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = NULL;
+	state_path(p, sizeof p, "reject");
+	ck_assert_int_eq(bbx_state_map(p, &st), -ENOENT);
+	ck_assert_int_eq(bbx_state_create("/nonexistent-dir/x/state"), -ENOENT);
+	/* Shorter than a header. */
+	unit_write_file(p, "BXST", 4);
+	ck_assert_int_eq(bbx_state_map(p, &st), -EINVAL);
+	/* Not our magic. */
+	write_state_file(p, 0x12345678u, 64, 64);
+	ck_assert_int_eq(bbx_state_map(p, &st), -EINVAL);
+	/* More slots claimed than the file holds. */
+	write_state_file(p, BBX_STATE_MAGIC, 128, 64);
+	ck_assert_int_eq(bbx_state_map(p, &st), -EINVAL);
+	/* A well-formed small table is accepted. */
+	write_state_file(p, BBX_STATE_MAGIC, 64, 64);
+	ck_assert_int_eq(bbx_state_map(p, &st), 0);
+	ck_assert_uint_eq(st->nslots, 64);
+	bbx_state_unmap(st);
+}
+END_TEST
+
+/* nslots is used as a power-of-two mask: 0 makes the mask 0xffffffff and every lookup
+ * indexes far outside the mapping.  Such a file is "not a state file" (-EINVAL). */
+START_TEST(test_map_rejects_zero_slots)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = NULL;
+	state_path(p, sizeof p, "zero");
+	write_state_file(p, BBX_STATE_MAGIC, 0, 64);
+	int rc = bbx_state_map(p, &st);
+	if (rc == 0)
+		bbx_state_unmap(st); /* do not look anything up: it would read out of bounds */
+	ck_assert_msg(rc == -EINVAL, "bbx_state_map accepted nslots = 0 (rc %d)", rc);
+}
+END_TEST
+
+/* Two processes each take 1000 numbers at once: all unique, increasing in each. */
+START_TEST(test_seq_across_fork)
+{
+	enum { N = 1000 };
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = fresh_state("fork", p, sizeof p);
+	uint64_t first = bbx_state_next_seq(st);
+	ck_assert_uint_eq(first, 1);
+	int data[2], go[2];
+	ck_assert_int_eq(pipe(data), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	for (int remap = 0; remap <= 1; remap++) {
+		pid_t pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			/* Inherited mapping, or (remap) a fresh one as after exec. */
+			struct bbx_state *cs = st;
+			if (remap && bbx_state_map(p, &cs) != 0)
+				_exit(2);
+			char c;
+			if (read(go[0], &c, 1) != 1)
+				_exit(3);
+			uint64_t mine[N];
+			for (int i = 0; i < N; i++)
+				mine[i] = bbx_state_next_seq(cs);
+			if (write(data[1], mine, sizeof mine) != (ssize_t)sizeof mine)
+				_exit(4);
+			_exit(0);
+		}
+		uint64_t *all = calloc(2 * N, sizeof *all);
+		ck_assert_ptr_nonnull(all);
+		ck_assert_int_eq(write(go[1], "g", 1), 1);
+		for (int i = 0; i < N; i++)
+			all[i] = bbx_state_next_seq(st);
+		size_t got = 0;
+		while (got < N * sizeof *all) {
+			ssize_t n = read(data[0], (char *)(all + N) + got, N * sizeof *all - got);
+			ck_assert_int_gt(n, 0);
+			got += (size_t)n;
+		}
+		int status;
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		/* Increasing within each process. */
+		for (int i = 1; i < N; i++) {
+			ck_assert_uint_gt(all[i], all[i - 1]);
+			ck_assert_uint_gt(all[N + i], all[N + i - 1]);
+		}
+		/* Together exactly the next 2N numbers, each once. */
+		uint64_t base = first + 1 + (uint64_t)remap * 2 * N;
+		uint8_t *seen = calloc(2 * N, 1);
+		ck_assert_ptr_nonnull(seen);
+		for (int i = 0; i < 2 * N; i++) {
+			ck_assert_uint_ge(all[i], base);
+			ck_assert_uint_lt(all[i], base + 2 * N);
+			ck_assert_msg(!seen[all[i] - base], "seq %llu handed out twice",
+				      (unsigned long long)all[i]);
+			seen[all[i] - base] = 1;
+		}
+		free(seen);
+		free(all);
+	}
+	ck_assert_uint_eq(bbx_state_next_seq(st), first + 1 + 4 * N);
+	close(data[0]);
+	close(data[1]);
+	close(go[0]);
+	close(go[1]);
+	bbx_state_unmap(st);
+}
+END_TEST
+
+/* The captured set is shared: a child's raise is seen by the parent. */
+START_TEST(test_set_shared_across_fork)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = fresh_state("setfork", p, sizeof p);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(bbx_state_raise(st, 3, 33, BBX_LVL_CONTENT) == 0 ? 0 : 1);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(bbx_state_level(st, 3, 33), BBX_LVL_CONTENT);
+	bbx_state_unmap(st);
+}
+END_TEST
+
+START_TEST(test_level_raise)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = fresh_state("level", p, sizeof p);
+	const uint64_t dev = 0x803, ino = 123456;
+	ck_assert_int_eq(bbx_state_level(st, dev, ino), BBX_LVL_NONE);
+	ck_assert_int_eq(bbx_state_raise(st, dev, ino, BBX_LVL_SIZE), 0);
+	ck_assert_int_eq(bbx_state_level(st, dev, ino), BBX_LVL_SIZE);
+	ck_assert_int_eq(bbx_state_raise(st, dev, ino, BBX_LVL_CONTENT), 0);
+	ck_assert_int_eq(bbx_state_level(st, dev, ino), BBX_LVL_CONTENT);
+	/* Raising to a lower level is a no-op, not a downgrade. */
+	ck_assert_int_eq(bbx_state_raise(st, dev, ino, BBX_LVL_SIZE), 0);
+	ck_assert_int_eq(bbx_state_level(st, dev, ino), BBX_LVL_CONTENT);
+	ck_assert_int_eq(bbx_state_raise(st, dev, ino, BBX_LVL_CREATED), 0);
+	ck_assert_int_eq(bbx_state_level(st, dev, ino), BBX_LVL_CREATED);
+	ck_assert_int_eq(bbx_state_raise(st, dev, ino, BBX_LVL_CONTENT), 0);
+	ck_assert_int_eq(bbx_state_level(st, dev, ino), BBX_LVL_CREATED);
+	/* Neighbours are untouched; inode 0 is a valid key. */
+	ck_assert_int_eq(bbx_state_level(st, dev, ino + 1), BBX_LVL_NONE);
+	ck_assert_int_eq(bbx_state_level(st, dev, 0), BBX_LVL_NONE);
+	ck_assert_int_eq(bbx_state_raise(st, dev, 0, BBX_LVL_SIZE), 0);
+	ck_assert_int_eq(bbx_state_level(st, dev, 0), BBX_LVL_SIZE);
+	ck_assert_int_eq(bbx_state_level(st, dev, ino), BBX_LVL_CREATED);
+	bbx_state_unmap(st);
+}
+END_TEST
+
+START_TEST(test_forget)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = fresh_state("forget", p, sizeof p);
+	ck_assert_int_eq(bbx_state_raise(st, 1, 10, BBX_LVL_CREATED), 0);
+	ck_assert_int_eq(bbx_state_raise(st, 1, 11, BBX_LVL_CONTENT), 0);
+	bbx_state_forget(st, 1, 10);
+	ck_assert_int_eq(bbx_state_level(st, 1, 10), BBX_LVL_NONE);
+	ck_assert_int_eq(bbx_state_level(st, 1, 11), BBX_LVL_CONTENT);
+	/* Forgetting what is absent, or another device's inode, changes nothing. */
+	bbx_state_forget(st, 1, 999);
+	bbx_state_forget(st, 2, 11);
+	ck_assert_int_eq(bbx_state_level(st, 1, 11), BBX_LVL_CONTENT);
+	/* The inode number reused by a file made outside the run: starts from nothing. */
+	ck_assert_int_eq(bbx_state_raise(st, 1, 10, BBX_LVL_SIZE), 0);
+	ck_assert_int_eq(bbx_state_level(st, 1, 10), BBX_LVL_SIZE);
+	bbx_state_unmap(st);
+}
+END_TEST
+
+/* Inode numbers are reused quickly after unlink (a build's temp files): a created,
+ * unlinked, recreated inode goes through raise/forget over and over.  The table must
+ * keep working; it is nowhere near full. */
+START_TEST(test_forget_raise_cycles)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = fresh_state("cycles", p, sizeof p);
+	for (int i = 0; i < 1000; i++) {
+		int rc = bbx_state_raise(st, 0x803, 4242, BBX_LVL_CREATED);
+		ck_assert_msg(rc == 0, "raise after %d forget cycles: %d (table has %u slots)", i,
+			      rc, st->nslots);
+		ck_assert_int_eq(bbx_state_level(st, 0x803, 4242), BBX_LVL_CREATED);
+		bbx_state_forget(st, 0x803, 4242);
+		ck_assert_int_eq(bbx_state_level(st, 0x803, 4242), BBX_LVL_NONE);
+	}
+	bbx_state_unmap(st);
+}
+END_TEST
+
+START_TEST(test_device_distinguishes)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = fresh_state("dev", p, sizeof p);
+	const uint64_t a = 0x803, b = 0x10304, ino = 77;
+	ck_assert_int_eq(bbx_state_raise(st, a, ino, BBX_LVL_CONTENT), 0);
+	ck_assert_int_eq(bbx_state_level(st, b, ino), BBX_LVL_NONE);
+	ck_assert_int_eq(bbx_state_raise(st, b, ino, BBX_LVL_SIZE), 0);
+	ck_assert_int_eq(bbx_state_level(st, a, ino), BBX_LVL_CONTENT);
+	ck_assert_int_eq(bbx_state_level(st, b, ino), BBX_LVL_SIZE);
+	ck_assert_int_eq(bbx_state_raise(st, b, ino, BBX_LVL_CREATED), 0);
+	ck_assert_int_eq(bbx_state_level(st, a, ino), BBX_LVL_CONTENT);
+	bbx_state_forget(st, a, ino);
+	ck_assert_int_eq(bbx_state_level(st, a, ino), BBX_LVL_NONE);
+	ck_assert_int_eq(bbx_state_level(st, b, ino), BBX_LVL_CREATED);
+	/* Device 0 is a device like any other. */
+	ck_assert_int_eq(bbx_state_level(st, 0, ino), BBX_LVL_NONE);
+	ck_assert_int_eq(bbx_state_raise(st, 0, ino, BBX_LVL_SIZE), 0);
+	ck_assert_int_eq(bbx_state_level(st, 0, ino), BBX_LVL_SIZE);
+	ck_assert_int_eq(bbx_state_level(st, b, ino), BBX_LVL_CREATED);
+	bbx_state_unmap(st);
+}
+END_TEST
+
+/* 100000 inodes over three devices (a big build tree): all found, at their level. */
+START_TEST(test_many_inserts)
+{
+	enum { N = 100000 };
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = fresh_state("many", p, sizeof p);
+	const uint64_t devs[] = {0x803, 0x804, 0x2d};
+	for (uint64_t i = 0; i < N; i++) {
+		int rc = bbx_state_raise(st, devs[i % 3], 1000 + i / 3, 1 + (int)(i % 3));
+		ck_assert_msg(rc == 0, "insert %llu: %d", (unsigned long long)i, rc);
+	}
+	for (uint64_t i = 0; i < N; i++)
+		ck_assert_int_eq(bbx_state_level(st, devs[i % 3], 1000 + i / 3), 1 + (int)(i % 3));
+	/* Absent keys among them stay absent. */
+	for (uint64_t i = 0; i < 1000; i++)
+		ck_assert_int_eq(bbx_state_level(st, 0x805, 1000 + i), BBX_LVL_NONE);
+	/* Forget every other one: the rest are still found. */
+	for (uint64_t i = 0; i < N; i += 2)
+		bbx_state_forget(st, devs[i % 3], 1000 + i / 3);
+	for (uint64_t i = 0; i < N; i++)
+		ck_assert_int_eq(bbx_state_level(st, devs[i % 3], 1000 + i / 3),
+				 i % 2 ? 1 + (int)(i % 3) : BBX_LVL_NONE);
+	bbx_state_unmap(st);
+}
+END_TEST
+
+/* A full table: -ENOSPC for a new key, everything already in it still found and still
+ * raisable. */
+START_TEST(test_table_full)
+{
+	char p[PATH_MAX + 16];
+	state_path(p, sizeof p, "full");
+	write_state_file(p, BBX_STATE_MAGIC, 64, 64);
+	struct bbx_state *st = NULL;
+	ck_assert_int_eq(bbx_state_map(p, &st), 0);
+	for (uint64_t i = 0; i < 64; i++)
+		ck_assert_int_eq(bbx_state_raise(st, 9, 500 + i, BBX_LVL_SIZE), 0);
+	ck_assert_int_eq(bbx_state_raise(st, 9, 10000, BBX_LVL_SIZE), -ENOSPC);
+	ck_assert_int_eq(bbx_state_level(st, 9, 10000), BBX_LVL_NONE);
+	for (uint64_t i = 0; i < 64; i++) {
+		ck_assert_int_eq(bbx_state_level(st, 9, 500 + i), BBX_LVL_SIZE);
+		ck_assert_int_eq(bbx_state_raise(st, 9, 500 + i, BBX_LVL_CONTENT), 0);
+		ck_assert_int_eq(bbx_state_level(st, 9, 500 + i), BBX_LVL_CONTENT);
+	}
+	bbx_state_unmap(st);
+}
+END_TEST
+
+static Suite *state_suite(void)
+{
+	Suite *s = suite_create("state");
+	TCase *tc = tcase_create("file");
+	tcase_add_test(tc, test_create_and_map);
+	tcase_add_test(tc, test_map_rejects);
+	tcase_add_test(tc, test_map_rejects_zero_slots);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("seq");
+	tcase_add_test(tc, test_seq_across_fork);
+	tcase_add_test(tc, test_set_shared_across_fork);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("captured");
+	tcase_add_test(tc, test_level_raise);
+	tcase_add_test(tc, test_forget);
+	tcase_add_test(tc, test_forget_raise_cycles);
+	tcase_add_test(tc, test_device_distinguishes);
+	tcase_add_test(tc, test_many_inserts);
+	tcase_add_test(tc, test_table_full);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void) { return unit_main(state_suite()); }
