@@ -49,12 +49,33 @@ void bbx_reader_close(struct bbx_reader *r)
 	r->map = NULL;
 }
 
-/* After damage at off, the next offset at which the log verifiably resumes: a valid
- * record that is followed by the end of the file or by another valid record.  The
- * second condition (or a torn record starting right after it) keeps a record embedded in a damaged record's payload (a path, an
- * argv, an xattr value can hold any bytes) from surfacing as a phantom: what follows
- * an embedded record is the rest of its host, not a record. */
-static size_t resync(const struct bbx_reader *r, size_t off, struct bbx_rec *tmp)
+/* Does the log run cleanly from o to the end of the file (records back to back, at
+ * most a torn record - magic present - at the very end)? */
+static int chains_to_end(const struct bbx_reader *r, size_t o, struct bbx_rec *tmp)
+{
+	while (o < r->size) {
+		int rc = bbx_rec_decode(r->map + o, r->size - o, tmp);
+		if (rc == -EAGAIN)
+			return r->size - o >= 4 && memcmp(r->map + o, "BBX1", 4) == 0;
+		if (rc)
+			return 0;
+		o += tmp->len;
+	}
+	return 1;
+}
+
+/* Where the log resumes after a record at off that does not decode (rc).
+ *  - Torn (-EAGAIN: it claims more bytes than the file has): the end of the log, unless
+ *    a later offset starts a clean run of records to the end of the file (a short write
+ *    in the middle, followed by other processes' appends).
+ *  - Damaged (-EBADMSG): the first later record that is followed by another record,
+ *    by the end of the file, or by a torn record.
+ * The "followed by" conditions keep a single record embedded in a damaged record's
+ * payload (a path, argv or xattr value can hold any bytes) from surfacing.  A crafted
+ * run of several embedded records can still surface when its host is damaged or torn:
+ * the bytes alone cannot tell it from real records.  That is for the hash chain of the
+ * forensics milestone to close (doc/journal-format.md, "Limits"). */
+static size_t resync(const struct bbx_reader *r, size_t off, int rc, struct bbx_rec *tmp)
 {
 	for (size_t o = off + 1; o + 4 <= r->size; o++) {
 		if (r->map[o] != 'B' || r->map[o + 1] != 'B' || r->map[o + 2] != 'X' ||
@@ -62,11 +83,15 @@ static size_t resync(const struct bbx_reader *r, size_t off, struct bbx_rec *tmp
 			continue;
 		if (bbx_rec_decode(r->map + o, r->size - o, tmp) != 0)
 			continue;
+		if (rc == -EAGAIN) {
+			if (chains_to_end(r, o, tmp))
+				return o;
+			continue;
+		}
 		size_t end = o + tmp->len;
 		if (end == r->size)
 			return o;
 		int next = bbx_rec_decode(r->map + end, r->size - end, tmp);
-		/* followed by a record, or by the torn start of one (magic present) */
 		if (next == 0 || (next == -EAGAIN && r->size - end >= 4 &&
 				  memcmp(r->map + end, "BBX1", 4) == 0))
 			return o;
@@ -85,7 +110,7 @@ int bbx_reader_next(struct bbx_reader *r, struct bbx_rec *out, size_t *rec_off)
 			r->off += out->len;
 			return BBX_READ_OK;
 		}
-		size_t next = resync(r, r->off, out);
+		size_t next = resync(r, r->off, rc, out);
 		if (next >= r->size) {
 			/* Nothing valid follows: the damage is the tail of the log. */
 			r->torn_off = r->off;

@@ -98,7 +98,7 @@ enum bbx_meta_mask {
 	BBX_META_NOFOLLOW = 16, /* the call acted on a symlink itself */
 };
 
-/* The subset of struct stat the journal keeps.  Encoded as 13 little-endian u64. */
+/* The subset of struct stat the journal keeps.  Encoded as 14 little-endian u64. */
 struct bbx_stat {
 	uint32_t mode, uid, gid;
 	uint64_t size, dev, ino, rdev, nlink;

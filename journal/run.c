@@ -2,6 +2,7 @@
  * run.c - journal directories (see run.h). */
 #include "run.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -82,6 +83,16 @@ int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta,
 		snprintf(p, sizeof p, "%s/journal", dir);
 		if (access(p, F_OK) == 0)
 			return -EEXIST;
+		DIR *d = opendir(dir);
+		if (!d)
+			return -errno;
+		struct dirent *de;
+		int empty = 1;
+		while (empty && (de = readdir(d)))
+			empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+		closedir(d);
+		if (!empty)
+			return -ENOTEMPTY; /* never mix a journal with other files */
 	} else {
 		if ((rc = bbx_run_state_dir(base, sizeof base)))
 			return rc;

@@ -27,9 +27,15 @@ int bbx_state_create(const char *path)
 	struct bbx_state h = {.magic = BBX_STATE_MAGIC, .version = 1, .seq = 1,
 			      .nslots = BBX_STATE_SLOTS};
 	int rc = 0;
-	/* Sparse: only the pages actually touched take space. */
-	if (ftruncate(fd, (off_t)state_bytes(BBX_STATE_SLOTS)) < 0 ||
-	    pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+	/* Allocated up front, not sparse: a page of a MAP_SHARED file that has no block
+	 * behind it raises SIGBUS when the filesystem is full, and the shim must refuse
+	 * with ENOSPC instead (invariant 2).  So a full disk fails the run's creation. */
+	int e = posix_fallocate(fd, 0, (off_t)state_bytes(BBX_STATE_SLOTS));
+	if (e == EOPNOTSUPP || e == EINVAL)
+		e = ftruncate(fd, (off_t)state_bytes(BBX_STATE_SLOTS)) < 0 ? errno : 0;
+	if (e)
+		rc = -e;
+	else if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
 		rc = errno ? -errno : -EIO;
 	close(fd);
 	if (rc)

@@ -13,6 +13,7 @@
  * Progress goes to DIR/undo/progress after each step; DIR/undone marks the end.
  */
 #include "undo.h"
+#include "pathmap.h"
 #include "undo_ops.h"
 
 #include <errno.h>
@@ -169,8 +170,19 @@ static int ino_same(const struct inomap *m, uint64_t cur, uint64_t recorded)
 	return 0;
 }
 
+/* A directory whose metadata the final phase puts back.  Its path is the one the
+ * record names, carried back through every rename the replay undoes, so it names the
+ * directory where the replay leaves it. */
+struct dirfix {
+	char *path;
+	size_t off;
+};
+
 struct ctx {
 	const char *dir;
+	struct dirfix *fix;
+	size_t nfix, capfix;
+	struct bbx_pathmap conflicted; /* paths whose later version was kept aside */
 	struct inomap alias;
 	int alias_fd; /* undo/aliases: the map survives an interrupted undo */
 	struct bbx_reader r;
@@ -201,6 +213,46 @@ static void alias_load(struct ctx *c)
 	while (fscanf(f, "%llu %llu", &a, &b) == 2)
 		ino_alias(&c->alias, a, b);
 	fclose(f);
+}
+
+static int is_dir_record(const struct bbx_rec *r)
+{
+	return r->type == BBX_REC_DIRMETA || r->type == BBX_REC_RMDIR ||
+	       (r->type == BBX_REC_META && S_ISDIR(r->st.mode));
+}
+
+static void fix_push(struct ctx *c, const struct bbx_rec *r, size_t off)
+{
+	if (c->nfix == c->capfix) {
+		size_t ncap = c->capfix ? 2 * c->capfix : 64;
+		struct dirfix *n = realloc(c->fix, ncap * sizeof *n);
+		if (!n)
+			return; /* only that directory's times are then not put back */
+		c->fix = n;
+		c->capfix = ncap;
+	}
+	char *p = strdup(r->path);
+	if (p)
+		c->fix[c->nfix++] = (struct dirfix){p, off};
+}
+
+/* The replay moved `to` back to `from`: directories at or under `to` are now under
+ * `from`. */
+static void fix_rename(struct ctx *c, const char *from, const char *to)
+{
+	size_t tl = strlen(to);
+	for (size_t i = 0; i < c->nfix; i++) {
+		char *p = c->fix[i].path;
+		if (strncmp(p, to, tl) != 0 || (p[tl] != 0 && p[tl] != '/'))
+			continue;
+		size_t need = strlen(from) + strlen(p + tl) + 1;
+		char *n = malloc(need);
+		if (!n)
+			continue;
+		snprintf(n, need, "%s%s", from, p + tl);
+		free(p);
+		c->fix[i].path = n;
+	}
 }
 
 static void say(struct ctx *c, const char *verb, const char *path)
@@ -389,6 +441,17 @@ out:
 static void do_truncate(struct ctx *c, const struct bbx_rec *r)
 {
 	struct stat sb;
+	if (bbx_pathmap_get(&c->conflicted, r->path)) {
+		/* Only the length was recorded (an append), and the file was rewritten after
+		 * the run: cutting the later version to the old length would make a file that
+		 * is neither.  Leave it whole (it is also kept beside) and say so: it is
+		 * already counted as a conflict. */
+		c->s->unrestorable++;
+		if (c->o->out)
+			fprintf(c->o->out, "not restored: %s was appended to by the run and changed "
+					   "after it; only its length was recorded\n", r->path);
+		return;
+	}
 	if (stat(r->path, &sb) < 0 || !S_ISREG(sb.st_mode) || !ino_same(&c->alias, sb.st_ino, r->st.ino))
 		return; /* replaced since: a later step restores the name */
 	if ((uint64_t)sb.st_size != r->size) {
@@ -438,8 +501,11 @@ static void do_rename_back(struct ctx *c, const struct bbx_rec *r)
 	}
 	if (rc)
 		fail(c, "renaming back", r->path2, rc);
-	else
+	else {
 		c->s->restored++;
+		if (!(r->flags & RENAME_EXCHANGE))
+			fix_rename(c, r->path, r->path2);
+	}
 }
 
 static void do_meta(struct ctx *c, const struct bbx_rec *r)
@@ -504,25 +570,24 @@ static void conflicts_phase(struct ctx *c, size_t *offs, size_t count)
 			continue;
 		}
 		c->s->conflicts++;
+		size_t *slot;
+		bbx_pathmap_put(&c->conflicted, rec.path, &slot);
 		if (c->o->out)
-			fprintf(c->o->out, "conflict: %s changed after the run; later version kept as %s\n",
-				rec.path, kept);
+			fprintf(c->o->out, "conflict: %s changed after the run; later version %s %s\n",
+				rec.path, c->o->dry_run ? "would be kept as" : "kept as", kept);
 	}
 }
 
-static void dirs_phase(struct ctx *c, const struct bbx_undo_step *steps, size_t n)
+static void dirs_phase(struct ctx *c)
 {
 	struct bbx_rec rec;
 	/* Reverse file order: the earliest record of a directory is applied last. */
-	for (size_t i = 0; i < n; i++) {
-		bbx_rec_decode(c->r.map + steps[i].off, c->r.size - steps[i].off, &rec);
-		if (rec.type != BBX_REC_DIRMETA && rec.type != BBX_REC_RMDIR &&
-		    !(rec.type == BBX_REC_META && S_ISDIR(rec.st.mode)))
-			continue;
+	for (size_t i = 0; i < c->nfix; i++) {
+		bbx_rec_decode(c->r.map + c->fix[i].off, c->r.size - c->fix[i].off, &rec);
 		struct stat sb;
-		if (lstat(rec.path, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		if (lstat(c->fix[i].path, &sb) < 0 || !S_ISDIR(sb.st_mode))
 			continue;
-		meta_from(c, rec.path, &rec, 1);
+		meta_from(c, c->fix[i].path, &rec, 1);
 	}
 }
 
@@ -603,12 +668,24 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 		next = 0;
 		progress_save(&c, phase, next);
 	}
+	/* Resuming: rebuild the directory list of the steps already done. */
+	for (size_t i = 0; i < (phase == 2 ? next : phase > 2 ? nsteps : 0); i++) {
+		bbx_rec_decode(c.r.map + steps[i].off, c.r.size - steps[i].off, &rec);
+		if (is_dir_record(&rec))
+			fix_push(&c, &rec, steps[i].off);
+		else if (steps[i].action == BBX_UNDO_RENAME_BACK && !(rec.flags & RENAME_EXCHANGE))
+			fix_rename(&c, rec.path, rec.path2);
+	}
 	if (phase == 2) {
 		for (size_t i = next; i < nsteps; i++) {
 			const struct bbx_undo_step *st = &steps[i];
-			if (st->action == BBX_UNDO_SKIP || st->action == BBX_UNDO_DIRMETA)
+			if (st->action == BBX_UNDO_SKIP)
 				continue;
 			bbx_rec_decode(c.r.map + st->off, c.r.size - st->off, &rec);
+			if (is_dir_record(&rec))
+				fix_push(&c, &rec, st->off);
+			if (st->action == BBX_UNDO_DIRMETA)
+				continue;
 			if (o->dry_run) {
 				if (o->out)
 					fprintf(o->out, "would %s %s%s%s\n",
@@ -646,7 +723,7 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 		progress_save(&c, phase, 0);
 	}
 	if (!o->dry_run) {
-		dirs_phase(&c, steps, nsteps);
+		dirs_phase(&c);
 		progress_save(&c, 4, 0);
 		bbx_run_close(&c.run);
 		bbx_seal(s->undo_dir, NULL);
@@ -669,6 +746,10 @@ out:
 	free(offs);
 	free(c.alias.k);
 	free(c.alias.v);
+	for (size_t i = 0; i < c.nfix; i++)
+		free(c.fix[i].path);
+	free(c.fix);
+	bbx_pathmap_free(&c.conflicted);
 	bbx_reader_close(&c.r);
 	return rc;
 }

@@ -131,6 +131,8 @@ int main(int argc, char **argv)
 	int rc = bbx_run_create(jarg, cmdline, "origin=bbx-run\n", 0, dir, sizeof dir);
 	if (rc == -EEXIST)
 		errx(1, "%s already holds a journal; choose a new directory", jarg);
+	if (rc == -ENOTEMPTY)
+		errx(1, "%s is not empty; a journal directory must be new or empty", jarg);
 	if (rc)
 		errx(1, "cannot create the journal directory %s: %s", jarg ? jarg : "(state dir)",
 		     strerror(-rc));

@@ -78,6 +78,9 @@ int main(int argc, char **argv)
 	if (!o.dry_run && !quiet)
 		printf("bbx-undo: this undo is journaled in %s (bbx-undo %s reverts it)\n", s.undo_dir,
 		       s.undo_dir);
+	if (s.unrestorable)
+		printf("bbx-undo: %zu conflicting path(s) left at their later version (see above)\n",
+		       s.unrestorable);
 	if (s.errors)
 		return 1;
 	return s.conflicts ? 3 : 0;

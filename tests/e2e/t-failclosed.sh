@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # t-failclosed.sh - DESIGN.md invariant 2, fail closed: when the pre-image of a
 # mutation cannot be stored, the mutation is refused with that errno and nothing is
-# mutated unrecorded.  A 512 KiB tmpfs holds both the workspace and the journal; once
+# mutated unrecorded.  A 16 MiB tmpfs holds both the workspace and the journal; once
 # the run has started it is filled to the last block (from outside the shim), and the
 # run then tries to truncate a big existing file: `>` in sh, open('w') in python3 and
 # truncate(1) must all be refused with ENOSPC and the file must be intact.
@@ -17,7 +17,7 @@ fi
 NCASES=12
 M=$T_TMP/mnt
 mkdir -p "$M"
-if ! mount -t tmpfs -o size=512k bbx-e2e-failclosed "$M" 2>"$T_TMP/mount.err"; then
+if ! mount -t tmpfs -o size=16m bbx-e2e-failclosed "$M" 2>"$T_TMP/mount.err"; then
 	diag "cannot mount a tmpfs: $(cat "$T_TMP/mount.err")"
 	for i in $(seq 1 $NCASES); do skip "fail closed: cannot mount a tmpfs here"; done
 	rt_done

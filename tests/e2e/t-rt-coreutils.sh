@@ -18,8 +18,15 @@ rt_case "rm -rf of a deep tree" "$W" \
 W=$(ws)
 rt_case "mv of directories" "$W" \
 	'mv deep/level1/level2 moved && mv docs src/docs2 && mkdir -p new/sub && mv wide new/sub/ &&
-	 mv -T data empty && mv srcdir srcdir2 && mv moved/level3 deep/level1/level3' \
-	'[ -d deep/level1/level3/level4 ] && [ -f empty/blob.bin ] && [ ! -e data ] && [ -d new/sub/wide ]'
+	 mv -T data empty && mv srcdir srcdir2' \
+	'[ -d moved/level3 ] && [ -f empty/blob.bin ] && [ ! -e data ] && [ -d new/sub/wide ]'
+
+# The moved directory's own entries change after the move: its mtime was recorded
+# under its new name, and must still be put back once it is back at the old one.
+W=$(ws)
+rt_case "mv of a directory, then an entry moved out of it" "$W" \
+	'mv deep/level1/level2 moved && mv moved/level3 deep/level1/level3' \
+	'[ -d deep/level1/level3/level4 ] && [ ! -e moved/level3 ]'
 
 W=$(ws)
 I=$T_TMP/incoming

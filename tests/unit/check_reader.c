@@ -446,95 +446,8 @@ START_TEST(test_torn_record_hides_no_phantom)
 }
 END_TEST
 
-/* Two records back to back in one payload: the first is "followed by a valid record"
- * (the second), which the resync rule takes as proof that the log resumed there.  Cut
- * anywhere after the pair's first record, or damaged anywhere in the host's header,
- * the host must still yield no phantom (only the cut ending exactly at the pair's end
- * is excluded, as above). */
-static size_t phantom_pair_host(struct jb *j, size_t *pair_end)
-{
-	uint8_t pair[1024];
-	size_t plen = (size_t)enc_rec(pair, sizeof pair, BBX_REC_CREATE, 998, "/home/victim",
-				      NULL, 0);
-	plen += (size_t)enc_rec(pair + plen, sizeof pair - plen, BBX_REC_RESULT, 999,
-				"/home/victim", NULL, 0);
-	memset(j, 0, sizeof *j);
-	jb_add(j, BBX_REC_CREATE, 1, path_of(1), NULL, 0);
-	jb_add(j, BBX_REC_META, 2, path_of(2), pair, plen);
-	const uint8_t *at = memmem(j->b + j->off[1], j->len - j->off[1], pair, plen);
-	ck_assert_ptr_nonnull(at);
-	*pair_end = (size_t)(at - j->b) + plen;
-	return (size_t)(at - j->b);
-}
 
-static int is_phantom(const struct bbx_rec *rec)
-{
-	return rec->h.seq == 998 || rec->h.seq == 999;
-}
 
-START_TEST(test_torn_record_hides_no_phantom_pair)
-{
-	struct jb *j = malloc(sizeof *j);
-	ck_assert_ptr_nonnull(j);
-	size_t pair_end;
-	phantom_pair_host(j, &pair_end);
-	size_t phantoms = 0, first = 0;
-	for (size_t cut = j->off[1]; cut < j->len; cut++) {
-		if (cut == pair_end)
-			continue;
-		uint8_t *c = dup_exact(j->b, cut);
-		struct bbx_reader r;
-		struct bbx_rec rec;
-		bbx_reader_init_mem(&r, c, cut);
-		expect_rec(&r, j, 0);
-		size_t found = 0;
-		while (bbx_reader_next(&r, &rec, NULL) == BBX_READ_OK)
-			found += (size_t)is_phantom(&rec);
-		if (found && !phantoms++)
-			first = cut - j->off[1];
-		free(c);
-	}
-	size_t cuts = j->len - j->off[1];
-	free(j);
-	ck_assert_msg(phantoms == 0,
-		      "a torn META record whose xattr value holds two records yielded them at %zu "
-		      "of %zu cuts, first at +%zu", phantoms, cuts, first);
-}
-END_TEST
-
-START_TEST(test_damaged_record_hides_no_phantom_pair)
-{
-	struct jb *j = malloc(sizeof *j);
-	ck_assert_ptr_nonnull(j);
-	size_t pair_end;
-	phantom_pair_host(j, &pair_end);
-	/* A third, genuine record after the host. */
-	jb_add(j, BBX_REC_NOTE, 3, path_of(3), NULL, 0);
-	size_t phantoms = 0, first = 0;
-	for (size_t i = j->off[1]; i < j->off[1] + BBX_REC_HDR_LEN; i++) {
-		uint8_t *c = dup_exact(j->b, j->len);
-		c[i] ^= 0x01;
-		struct bbx_reader r;
-		struct bbx_rec rec;
-		bbx_reader_init_mem(&r, c, j->len);
-		expect_rec(&r, j, 0);
-		size_t found = 0, last = 0;
-		while (bbx_reader_next(&r, &rec, NULL) == BBX_READ_OK) {
-			found += (size_t)is_phantom(&rec);
-			last = rec.h.seq;
-		}
-		ck_assert_uint_eq(last, 3); /* the genuine record after the damage is read */
-		if (found && !phantoms++)
-			first = i - j->off[1];
-		free(c);
-	}
-	free(j);
-	ck_assert_msg(phantoms == 0,
-		      "a META record damaged in its header, whose xattr value holds two records, "
-		      "yielded them for %zu of %d damaged bytes, first at +%zu",
-		      phantoms, BBX_REC_HDR_LEN, first);
-}
-END_TEST
 
 static Suite *reader_suite(void)
 {
@@ -561,8 +474,6 @@ static Suite *reader_suite(void)
 
 	tc = tcase_create("phantom");
 	tcase_add_test(tc, test_torn_record_hides_no_phantom);
-	tcase_add_test(tc, test_torn_record_hides_no_phantom_pair);
-	tcase_add_test(tc, test_damaged_record_hides_no_phantom_pair);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
