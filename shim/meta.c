@@ -12,26 +12,18 @@
 
 #include <sys/xattr.h>
 
-/* path == NULL: the object is fd. */
+/* Guard held.  path == NULL: the object is fd. */
+static int cap_meta_at(const char *op, int dirfd, const char *path, int fd, uint32_t mask,
+		       const char *xname)
+{
+	if (!path)
+		return bbx_cap_meta(&bbx_run, op, NULL, fd, mask, xname);
+	int rc = bbx_path_abs(dirfd, path, bbx_tp.a, PATH_MAX);
+	return rc ? rc : bbx_cap_meta(&bbx_run, op, bbx_tp.a, -1, mask, xname);
+}
+
 #define META_BODY(opname, dirfd, path, fd, mask, xname, realcall)                           \
-	do {                                                                                \
-		int saved_;                                                                 \
-		if (!bbx_enter(&saved_))                                                    \
-			return realcall;                                                    \
-		int rc_ = bbx_usable();                                                     \
-		const char *p_ = (path);                                                    \
-		if (!rc_ && p_)                                                             \
-			rc_ = bbx_path_abs((dirfd), p_, bbx_tp.a, PATH_MAX);                \
-		if (!rc_)                                                                   \
-			rc_ = bbx_cap_meta(&bbx_run, opname, p_ ? bbx_tp.a : NULL,           \
-					   p_ ? -1 : (fd), (mask), (xname));                \
-		if (rc_)                                                                    \
-			return bbx_refuse(rc_);                                             \
-		errno = saved_;                                                             \
-		int r_ = realcall;                                                          \
-		bbx_leave(r_ < 0 ? errno : saved_);                                         \
-		return r_;                                                                  \
-	} while (0)
+	BBX_CAPTURE_THEN_CALL(cap_meta_at(opname, dirfd, path, fd, mask, xname), realcall)
 
 #define NOFOLLOW(flags) (((flags) & AT_SYMLINK_NOFOLLOW) ? BBX_META_NOFOLLOW : 0)
 /* *at calls with AT_EMPTY_PATH and "" act on dirfd itself. */

@@ -13,24 +13,15 @@
 #include <stdio.h>
 #include <unistd.h>
 
-/* Body for calls that remove one name: abs path, capture, call. */
+/* Guard held: absolute path, then the capture of a name about to disappear. */
+static int cap_remove_at(const char *op, int dirfd, const char *path)
+{
+	int rc = bbx_path_abs(dirfd, path, bbx_tp.a, PATH_MAX);
+	return rc ? rc : bbx_cap_remove(&bbx_run, op, bbx_tp.a);
+}
+
 #define REMOVE_BODY(opname, dirfd, path, realcall)                                          \
-	do {                                                                                \
-		int saved_;                                                                 \
-		if (!bbx_enter(&saved_))                                                    \
-			return realcall;                                                    \
-		int rc_ = bbx_usable();                                                     \
-		if (!rc_)                                                                   \
-			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
-		if (!rc_)                                                                   \
-			rc_ = bbx_cap_remove(&bbx_run, opname, bbx_tp.a);                   \
-		if (rc_)                                                                    \
-			return bbx_refuse(rc_);                                             \
-		errno = saved_;                                                             \
-		int r_ = realcall;                                                          \
-		bbx_leave(r_ < 0 ? errno : saved_);                                         \
-		return r_;                                                                  \
-	} while (0)
+	BBX_CAPTURE_THEN_CALL(cap_remove_at(opname, dirfd, path), realcall)
 
 BBX_EXPORT int unlink(const char *path)
 {
@@ -52,25 +43,17 @@ BBX_EXPORT int rmdir(const char *path)
 	REMOVE_BODY("rmdir", AT_FDCWD, path, BBX_REAL(rmdir)(path));
 }
 
+static int cap_rename_at(const char *op, int ofd, const char *from, int nfd, const char *to,
+			 unsigned flags)
+{
+	int rc = bbx_path_abs(ofd, from, bbx_tp.a, PATH_MAX);
+	if (!rc)
+		rc = bbx_path_abs(nfd, to, bbx_tp.b, PATH_MAX);
+	return rc ? rc : bbx_cap_rename(&bbx_run, op, bbx_tp.a, bbx_tp.b, flags);
+}
+
 #define RENAME_BODY(opname, ofd, from, nfd, to, flags, realcall)                           \
-	do {                                                                                \
-		int saved_;                                                                 \
-		if (!bbx_enter(&saved_))                                                    \
-			return realcall;                                                    \
-		int rc_ = bbx_usable();                                                     \
-		if (!rc_)                                                                   \
-			rc_ = bbx_path_abs((ofd), (from), bbx_tp.a, PATH_MAX);              \
-		if (!rc_)                                                                   \
-			rc_ = bbx_path_abs((nfd), (to), bbx_tp.b, PATH_MAX);                \
-		if (!rc_)                                                                   \
-			rc_ = bbx_cap_rename(&bbx_run, opname, bbx_tp.a, bbx_tp.b, (flags));  \
-		if (rc_)                                                                    \
-			return bbx_refuse(rc_);                                             \
-		errno = saved_;                                                             \
-		int r_ = realcall;                                                          \
-		bbx_leave(r_ < 0 ? errno : saved_);                                         \
-		return r_;                                                                  \
-	} while (0)
+	BBX_CAPTURE_THEN_CALL(cap_rename_at(opname, ofd, from, nfd, to, flags), realcall)
 
 BBX_EXPORT int rename(const char *from, const char *to)
 {

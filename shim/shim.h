@@ -101,6 +101,27 @@ static inline int bbx_usable(void)
 	return bbx_scratch() ? 0 : -ENOMEM;
 }
 
+/* The common wrapper body (STYLE.md) for calls that return -1 and set errno: guard,
+ * capture (an expression giving 0 or -errno, evaluated with the guard held and only
+ * when this thread can journal), the real call with the caller's errno in place, and
+ * errno preserved on success (invariant 5).  A capture error refuses the call
+ * (invariant 2). */
+#define BBX_CAPTURE_THEN_CALL(capture, realcall)                                            \
+	do {                                                                                \
+		int saved_;                                                                 \
+		if (!bbx_enter(&saved_))                                                    \
+			return realcall;                                                    \
+		int rc_ = bbx_usable();                                                     \
+		if (!rc_)                                                                   \
+			rc_ = (capture);                                                    \
+		if (rc_)                                                                    \
+			return bbx_refuse(rc_);                                             \
+		errno = saved_;                                                             \
+		__typeof__(realcall) r_ = realcall;                                         \
+		bbx_leave(r_ < 0 ? errno : saved_);                                         \
+		return r_;                                                                  \
+	} while (0)
+
 /* exec support (env.c) */
 #define BBX_ENV_EXTRA 4
 #define BBX_ENV_SCRATCH (2 * PATH_MAX)

@@ -29,18 +29,7 @@ static int cap_resize(const char *op, const char *path, int fd, int64_t newlen, 
 }
 
 #define RESIZE_BODY(opname, path, fd, newlen, punch, realcall)                              \
-	do {                                                                                \
-		int saved_;                                                                 \
-		if (!bbx_enter(&saved_))                                                    \
-			return realcall;                                                    \
-		int rc_ = cap_resize(opname, (path), (fd), (newlen), (punch));              \
-		if (rc_)                                                                    \
-			return bbx_refuse(rc_);                                             \
-		errno = saved_;                                                             \
-		int r_ = realcall;                                                          \
-		bbx_leave(r_ < 0 ? errno : saved_);                                         \
-		return r_;                                                                  \
-	} while (0)
+	BBX_CAPTURE_THEN_CALL(cap_resize(opname, (path), (fd), (newlen), (punch)), realcall)
 
 BBX_EXPORT int truncate(const char *path, off_t len)
 {
@@ -102,20 +91,7 @@ BBX_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
 }
 
 #define FDWRITE_BODY(opname, fd, realcall)                                                  \
-	do {                                                                                \
-		int saved_;                                                                 \
-		if (!bbx_enter(&saved_))                                                    \
-			return realcall;                                                    \
-		int rc_ = bbx_usable();                                                     \
-		if (!rc_)                                                                   \
-			rc_ = bbx_cap_fdwrite(&bbx_run, opname, (fd));                      \
-		if (rc_)                                                                    \
-			return bbx_refuse(rc_);                                             \
-		errno = saved_;                                                             \
-		ssize_t r_ = realcall;                                                      \
-		bbx_leave(r_ < 0 ? errno : saved_);                                         \
-		return r_;                                                                  \
-	} while (0)
+	BBX_CAPTURE_THEN_CALL(bbx_cap_fdwrite(&bbx_run, opname, (fd)), realcall)
 
 BBX_EXPORT ssize_t copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t n,
 				   unsigned flags)
