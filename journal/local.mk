@@ -11,7 +11,7 @@ journal_libbbxjournal_la_SOURCES = \
 	journal/run.c journal/run.h \
 	journal/capture.c journal/capture.h \
 	$(NULL)
-journal_libbbxjournal_la_CFLAGS = $(AM_CFLAGS) -fPIC $(XXHASH_CFLAGS)
+journal_libbbxjournal_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sections $(XXHASH_CFLAGS)
 journal_libbbxundo_la_SOURCES = \
 	journal/undo.c journal/undo.h \
 	journal/undo_ops.c journal/undo_ops.h \

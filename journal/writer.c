@@ -38,11 +38,14 @@ int bbx_writer_open(struct bbx_writer *w, const char *dir)
 	int n = snprintf(w->path, sizeof w->path, "%s/journal", dir);
 	if (n < 0 || (size_t)n >= sizeof w->path)
 		return -ENAMETOOLONG;
+	w->fd = -1;
+	int rc = writer_reopen(w);
+	if (rc != -ENOENT)
+		return rc;
 	int fd = open(w->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	close(fd);
-	w->fd = -1;
 	return writer_reopen(w);
 }
 

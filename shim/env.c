@@ -53,10 +53,8 @@ void bbx_env_init(void)
 		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", pre);
 	else
 		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", path ? path : shim_base);
-	if (bbx_status == 0)
-		snprintf(env_journal, sizeof env_journal, "BBX_JOURNAL=%s", bbx_run.dir);
-	else if (getenv("BBX_JOURNAL"))
-		snprintf(env_journal, sizeof env_journal, "BBX_JOURNAL=%s", getenv("BBX_JOURNAL"));
+	if (bbx_journal_dir[0])
+		snprintf(env_journal, sizeof env_journal, "BBX_JOURNAL=%s", bbx_journal_dir);
 
 	/* Take back out what our parent's shim inserted. */
 	const char *hide = getenv("BBX_HIDE");

@@ -20,7 +20,8 @@
 #undef BBX_WRAP
 
 struct bbx_run bbx_run;
-int bbx_status = -EAGAIN;
+int bbx_status = BBX_STATUS_CLOSED;
+char bbx_journal_dir[PATH_MAX];
 int bbx_inited;
 __thread int bbx_guard __attribute__((tls_model("initial-exec")));
 
@@ -59,28 +60,44 @@ static void warn_once(const char *what, int err)
 		(void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
-static void setup_run(void)
+/* At start-up: which run this process belongs to.  Only a process started without
+ * BBX_JOURNAL (LD_PRELOAD alone) does real work here: it creates the run, so that its
+ * children (which inherit BBX_JOURNAL through env.c) join it. */
+static void choose_run(void)
 {
 	const char *dir = getenv("BBX_JOURNAL");
-	char made[PATH_MAX];
-	int rc;
-	if (!dir || !*dir) {
-		/* No bbx-run above us: this process starts the run. */
-		rc = bbx_run_create(NULL, "(LD_PRELOAD)", "origin=preload\n", 0, made, sizeof made);
-		if (rc) {
-			bbx_status = rc;
-			warn_once("creating a run under the state directory", -rc);
-			return;
-		}
-		dir = made;
-	}
-	rc = bbx_run_open(&bbx_run, dir);
-	if (rc) {
-		bbx_status = rc;
-		warn_once(dir, -rc);
+	if (dir && *dir) {
+		snprintf(bbx_journal_dir, sizeof bbx_journal_dir, "%s", dir);
 		return;
 	}
-	bbx_status = 0;
+	int rc = bbx_run_create(NULL, "(LD_PRELOAD)", "origin=preload\n", 0, bbx_journal_dir,
+				sizeof bbx_journal_dir);
+	if (rc) {
+		bbx_journal_dir[0] = 0;
+		bbx_status = rc;
+		warn_once("creating a run under the state directory", -rc);
+	}
+}
+
+/* On the first mutation or exec, not at start-up: most processes of a build or an agent
+ * (compilers' readers, grep, cat) never mutate, and then pay nothing but the load. */
+int bbx_open_run(void)
+{
+	static int state; /* 0 idle, 1 opening, 2 done */
+	int expect = 0;
+	if (__atomic_compare_exchange_n(&state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		int rc = bbx_status == BBX_STATUS_CLOSED ? bbx_run_open(&bbx_run, bbx_journal_dir)
+							 : bbx_status;
+		if (rc && bbx_status == BBX_STATUS_CLOSED)
+			warn_once(bbx_journal_dir, -rc);
+		__atomic_store_n(&bbx_status, rc, __ATOMIC_RELEASE);
+		__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+	} else {
+		while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2)
+			__builtin_ia32_pause();
+	}
+	return __atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE);
 }
 
 void bbx_init(void)
@@ -97,7 +114,7 @@ void bbx_init(void)
 	}
 	int saved = errno, g = bbx_guard;
 	bbx_guard = 1;
-	setup_run();
+	choose_run();
 	bbx_env_init();
 	bbx_guard = g;
 	errno = saved;

@@ -55,7 +55,12 @@ void bbx_resolve(int idx);
 
 /* The run this process journals into, and whether journaling works. */
 extern struct bbx_run bbx_run;
-extern int bbx_status; /* 0 = active, else the -errno that made the journal unusable */
+/* 0 = journaling, BBX_STATUS_CLOSED = not opened yet (opened on first use), else the
+ * -errno that made the journal unusable. */
+#define BBX_STATUS_CLOSED 1
+extern int bbx_status;
+extern char bbx_journal_dir[PATH_MAX];
+int bbx_open_run(void);
 
 extern __thread int bbx_guard __attribute__((tls_model("initial-exec")));
 
@@ -96,8 +101,11 @@ static inline int bbx_refuse(int rc)
  * (journal unusable since start-up, or no scratch memory). */
 static inline int bbx_usable(void)
 {
-	if (bbx_status)
-		return bbx_status;
+	int st = __atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(st == BBX_STATUS_CLOSED, 0))
+		st = bbx_open_run();
+	if (st)
+		return st;
 	return bbx_scratch() ? 0 : -ENOMEM;
 }
 
