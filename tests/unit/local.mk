@@ -6,12 +6,14 @@ check_PROGRAMS += \
 	tests/unit/check_reader \
 	tests/unit/check_writer \
 	tests/unit/check_state \
+	tests/unit/check_undo \
 	$(NULL)
 TESTS += \
 	tests/unit/check_record \
 	tests/unit/check_reader \
 	tests/unit/check_writer \
 	tests/unit/check_state \
+	tests/unit/check_undo \
 	$(NULL)
 
 tests_unit_check_record_SOURCES = tests/unit/check_record.c tests/unit/unit.h
@@ -29,3 +31,7 @@ tests_unit_check_writer_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
 tests_unit_check_state_SOURCES = tests/unit/check_state.c tests/unit/unit.h
 tests_unit_check_state_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_check_state_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
+
+tests_unit_check_undo_SOURCES = tests/unit/check_undo.c
+tests_unit_check_undo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_check_undo_LDADD = journal/libbbxundo.la $(CHECK_LIBS)
