@@ -18,8 +18,8 @@
 
 extern char **environ;
 
-static char env_preload[PATH_MAX + 16]; /* "LD_PRELOAD=<shim>" */
-static char env_journal[PATH_MAX + 16]; /* "BBX_JOURNAL=<run dir>" */
+static char *env_preload = ""; /* "LD_PRELOAD=<shim>", in the start-up arena */
+static char *env_journal = ""; /* "BBX_JOURNAL=<run dir>" or "" */
 static const char *shim_base = "libbbxshim.so";
 static size_t shim_base_len = sizeof "libbbxshim.so" - 1;
 
@@ -49,12 +49,12 @@ void bbx_env_init(void)
 		shim_base_len = strlen(shim_base);
 	}
 	const char *pre = getenv("LD_PRELOAD");
-	if (pre && preload_has_shim(pre))
-		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", pre);
-	else
-		snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", path ? path : shim_base);
-	if (bbx_journal_dir[0])
-		snprintf(env_journal, sizeof env_journal, "BBX_JOURNAL=%s", bbx_journal_dir);
+	size_t cap = sizeof bbx_env_arena - bbx_env_used;
+	env_preload = bbx_env_arena + bbx_env_used;
+	snprintf(env_preload, cap < PATH_MAX + 16 ? cap : PATH_MAX + 16, "LD_PRELOAD=%s",
+		 pre && preload_has_shim(pre) ? pre : path ? path : shim_base);
+	if (bbx_env_journal)
+		env_journal = (char *)bbx_env_journal;
 
 	/* Take back out what our parent's shim inserted. */
 	const char *hide = getenv("BBX_HIDE");

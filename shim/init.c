@@ -21,7 +21,11 @@
 
 struct bbx_run bbx_run;
 int bbx_status = BBX_STATUS_CLOSED;
-char bbx_journal_dir[PATH_MAX];
+/* The strings built at start-up share one arena, so they dirty one page, not three. */
+char bbx_env_arena[BBX_ENV_ARENA];
+size_t bbx_env_used;
+const char *bbx_journal_dir = "";
+const char *bbx_env_journal; /* "BBX_JOURNAL=<dir>", NULL when there is no run */
 int bbx_inited;
 __thread int bbx_guard __attribute__((tls_model("initial-exec")));
 
@@ -66,17 +70,25 @@ static void warn_once(const char *what, int err)
 static void choose_run(void)
 {
 	const char *dir = getenv("BBX_JOURNAL");
-	if (dir && *dir) {
-		snprintf(bbx_journal_dir, sizeof bbx_journal_dir, "%s", dir);
+	char made[PATH_MAX];
+	if (!dir || !*dir) {
+		int rc = bbx_run_create(NULL, "(LD_PRELOAD)", "origin=preload\n", 0, made,
+					sizeof made);
+		if (rc) {
+			bbx_status = rc;
+			warn_once("creating a run under the state directory", -rc);
+			return;
+		}
+		dir = made;
+	}
+	int n = snprintf(bbx_env_arena, PATH_MAX + 16, "BBX_JOURNAL=%s", dir);
+	if (n < 0 || n >= PATH_MAX + 16) {
+		bbx_status = -ENAMETOOLONG;
 		return;
 	}
-	int rc = bbx_run_create(NULL, "(LD_PRELOAD)", "origin=preload\n", 0, bbx_journal_dir,
-				sizeof bbx_journal_dir);
-	if (rc) {
-		bbx_journal_dir[0] = 0;
-		bbx_status = rc;
-		warn_once("creating a run under the state directory", -rc);
-	}
+	bbx_env_journal = bbx_env_arena;
+	bbx_journal_dir = bbx_env_arena + 12;
+	bbx_env_used = (size_t)n + 1;
 }
 
 /* On the first mutation or exec, not at start-up: most processes of a build or an agent

@@ -59,7 +59,11 @@ extern struct bbx_run bbx_run;
  * -errno that made the journal unusable. */
 #define BBX_STATUS_CLOSED 1
 extern int bbx_status;
-extern char bbx_journal_dir[PATH_MAX];
+#define BBX_ENV_ARENA (3 * PATH_MAX + 64)
+extern char bbx_env_arena[BBX_ENV_ARENA];
+extern size_t bbx_env_used;
+extern const char *bbx_journal_dir;
+extern const char *bbx_env_journal;
 int bbx_open_run(void);
 
 extern __thread int bbx_guard __attribute__((tls_model("initial-exec")));
