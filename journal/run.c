@@ -215,6 +215,8 @@ int bbx_run_resolve(const char *arg, char *out, size_t cap)
 	return 0;
 }
 
+__thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec")));
+
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 {
 	struct timespec rt, mono;
@@ -231,7 +233,10 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 	long len = bbx_enc_finish(e, &h);
 	if (len < 0)
 		return (int)len;
-	return bbx_writer_append(&run->w, e->buf, (size_t)len);
+	int rc = bbx_writer_append(&run->w, e->buf, (size_t)len);
+	if (rc == 0)
+		bbx_run_last_seq = seq;
+	return rc;
 }
 
 int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size_t cap)

@@ -47,6 +47,10 @@ void bbx_run_close(struct bbx_run *run);
  * Returns 0 or -errno (-ENOENT: no such run). */
 int bbx_run_resolve(const char *arg, char *out, size_t cap);
 
+/* Seq of the last record this thread appended (0 after the caller resets it): lets a
+ * wrapper point a RESULT at the record its capture wrote. */
+extern __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec")));
+
 /* Fills the header (times, pid, uid) and appends.  Returns 0 or -errno. */
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 

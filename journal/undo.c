@@ -89,7 +89,7 @@ int bbx_undo_plan(struct bbx_reader *r, struct bbx_undo_step **steps, size_t *n)
 	for (size_t i = count; i-- > 0;) {
 		bbx_rec_decode(r->map + offs[i], r->size - offs[i], &rec);
 		struct bbx_undo_step s = {.off = offs[i], .action = action_of(&rec)};
-		if (rec.type == BBX_REC_CREATE) {
+		if (s.action != BBX_UNDO_SKIP) {
 			struct result_ref key = {.ref = rec.h.seq};
 			struct result_ref *f = bsearch(&key, res, nres, sizeof *res, cmp_ref);
 			if (f) {
@@ -98,7 +98,7 @@ int bbx_undo_plan(struct bbx_reader *r, struct bbx_undo_step **steps, size_t *n)
 				s.has_ino = f->has_ino;
 				s.ino = f->ino;
 				if (f->ret < 0)
-					s.action = BBX_UNDO_SKIP; /* the creation failed */
+					s.action = BBX_UNDO_SKIP; /* the call failed: nothing to undo */
 			}
 		}
 		v[k++] = s;

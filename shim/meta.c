@@ -23,7 +23,7 @@ static int cap_meta_at(const char *op, int dirfd, const char *path, int fd, uint
 }
 
 #define META_BODY(opname, dirfd, path, fd, mask, xname, realcall)                           \
-	BBX_CAPTURE_THEN_CALL(cap_meta_at(opname, dirfd, path, fd, mask, xname), realcall)
+	BBX_CAPTURE_THEN_CALL(opname, cap_meta_at(opname, dirfd, path, fd, mask, xname), realcall)
 
 #define NOFOLLOW(flags) (((flags) & AT_SYMLINK_NOFOLLOW) ? BBX_META_NOFOLLOW : 0)
 /* *at calls with AT_EMPTY_PATH and "" act on dirfd itself. */

@@ -21,7 +21,7 @@ static int cap_remove_at(const char *op, int dirfd, const char *path)
 }
 
 #define REMOVE_BODY(opname, dirfd, path, realcall)                                          \
-	BBX_CAPTURE_THEN_CALL(cap_remove_at(opname, dirfd, path), realcall)
+	BBX_CAPTURE_THEN_CALL(opname, cap_remove_at(opname, dirfd, path), realcall)
 
 BBX_EXPORT int unlink(const char *path)
 {
@@ -53,7 +53,7 @@ static int cap_rename_at(const char *op, int ofd, const char *from, int nfd, con
 }
 
 #define RENAME_BODY(opname, ofd, from, nfd, to, flags, realcall)                           \
-	BBX_CAPTURE_THEN_CALL(cap_rename_at(opname, ofd, from, nfd, to, flags), realcall)
+	BBX_CAPTURE_THEN_CALL(opname, cap_rename_at(opname, ofd, from, nfd, to, flags), realcall)
 
 BBX_EXPORT int rename(const char *from, const char *to)
 {

@@ -117,20 +117,26 @@ static inline int bbx_usable(void)
  * capture (an expression giving 0 or -errno, evaluated with the guard held and only
  * when this thread can journal), the real call with the caller's errno in place, and
  * errno preserved on success (invariant 5).  A capture error refuses the call
- * (invariant 2). */
-#define BBX_CAPTURE_THEN_CALL(capture, realcall)                                            \
+ * (invariant 2).  When the call itself fails after its capture wrote a record, a
+ * RESULT says so, so the journal never shows as done what did not happen. */
+#define BBX_CAPTURE_THEN_CALL(opname, capture, realcall)                                    \
 	do {                                                                                \
 		int saved_;                                                                 \
 		if (!bbx_enter(&saved_))                                                    \
 			return realcall;                                                    \
 		int rc_ = bbx_usable();                                                     \
+		bbx_run_last_seq = 0;                                                       \
 		if (!rc_)                                                                   \
 			rc_ = (capture);                                                    \
 		if (rc_)                                                                    \
 			return bbx_refuse(rc_);                                             \
+		uint64_t seq_ = bbx_run_last_seq;                                           \
 		errno = saved_;                                                             \
 		__typeof__(realcall) r_ = realcall;                                         \
-		bbx_leave(r_ < 0 ? errno : saved_);                                         \
+		int e_ = errno;                                                             \
+		if (r_ < 0 && seq_)                                                         \
+			bbx_cap_result(&bbx_run, (opname), seq_, -1, e_);                   \
+		bbx_leave(r_ < 0 ? e_ : saved_);                                            \
 		return r_;                                                                  \
 	} while (0)
 

@@ -29,7 +29,7 @@ static int cap_resize(const char *op, const char *path, int fd, int64_t newlen, 
 }
 
 #define RESIZE_BODY(opname, path, fd, newlen, punch, realcall)                              \
-	BBX_CAPTURE_THEN_CALL(cap_resize(opname, (path), (fd), (newlen), (punch)), realcall)
+	BBX_CAPTURE_THEN_CALL(opname, cap_resize(opname, (path), (fd), (newlen), (punch)), realcall)
 
 BBX_EXPORT int truncate(const char *path, off_t len)
 {
@@ -91,7 +91,7 @@ BBX_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
 }
 
 #define FDWRITE_BODY(opname, fd, realcall)                                                  \
-	BBX_CAPTURE_THEN_CALL(bbx_cap_fdwrite(&bbx_run, opname, (fd)), realcall)
+	BBX_CAPTURE_THEN_CALL(opname, bbx_cap_fdwrite(&bbx_run, opname, (fd)), realcall)
 
 BBX_EXPORT ssize_t copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t n,
 				   unsigned flags)

@@ -122,6 +122,28 @@ START_TEST(plan_torn_tail_still_plans)
 }
 END_TEST
 
+START_TEST(plan_failed_calls_are_skipped)
+{
+	jlen = 0;
+	seqn = 0;
+	uint64_t rn = add(BBX_REC_RENAME, "/w/a", NULL, NULL);
+	add(BBX_REC_RESULT, "/w/a", f_res, &(struct res){rn, -1, 0});
+	uint64_t rd = add(BBX_REC_RMDIR, "/w/d", NULL, NULL);
+	add(BBX_REC_RESULT, "/w/d", f_res, &(struct res){rd, -1, 0});
+	add(BBX_REC_RENAME, "/w/b", NULL, NULL); /* no RESULT: it happened (or may have) */
+	struct bbx_reader r;
+	bbx_reader_init_mem(&r, jbuf, jlen);
+	struct bbx_undo_step *s;
+	size_t n;
+	ck_assert_int_eq(bbx_undo_plan(&r, &s, &n), 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_int_eq(s[0].action, BBX_UNDO_RENAME_BACK);
+	ck_assert_int_eq(s[2].action, BBX_UNDO_SKIP); /* failed rmdir */
+	ck_assert_int_eq(s[4].action, BBX_UNDO_SKIP); /* failed rename */
+	free(s);
+}
+END_TEST
+
 /* A real directory: the capture layer records, the calls happen, undo restores. */
 START_TEST(undo_run_restores_real_tree)
 {
@@ -184,6 +206,7 @@ int main(void)
 	TCase *tc = tcase_create("plan");
 	tcase_add_test(tc, plan_order_and_actions);
 	tcase_add_test(tc, plan_torn_tail_still_plans);
+	tcase_add_test(tc, plan_failed_calls_are_skipped);
 	tcase_add_test(tc, undo_run_restores_real_tree);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
