@@ -32,9 +32,10 @@ static inline int may_mutate(int flags)
 					   bbx_tp.b, &pend_);                               \
 		if (rc_)                                                                    \
 			return bbx_refuse(rc_);                                             \
-		errno = saved_;                                                             \
+		bbx_call_begin(saved_);                                                     \
 		int fd_ = realcall;                                                         \
 		int e_ = errno;                                                             \
+		bbx_call_end();                                                             \
 		bbx_cap_done(&bbx_run, opname, &pend_, fd_, e_, fd_);                       \
 		bbx_leave(fd_ < 0 ? e_ : saved_);                                           \
 		return fd_;                                                                 \
@@ -153,9 +154,10 @@ static int fmode_flags(const char *m)
 			bbx_refuse(rc_);                                                    \
 			return NULL;                                                        \
 		}                                                                           \
-		errno = saved_;                                                             \
+		bbx_call_begin(saved_);                                                     \
 		FILE *f_ = realcall;                                                        \
 		int e_ = errno;                                                             \
+		bbx_call_end();                                                             \
 		bbx_cap_done(&bbx_run, opname, &pend_, f_ ? (long)fdof : -1, e_,            \
 			     f_ ? fdof : -1);                                               \
 		bbx_leave(f_ ? saved_ : e_);                                                \
@@ -195,9 +197,10 @@ static FILE *do_freopen(const char *op, FILE *(*real)(const char *, const char *
 		bbx_refuse(rc);
 		return NULL;
 	}
-	errno = saved;
+	bbx_call_begin(saved);
 	FILE *f = real(path, mode, stream);
 	int e = errno;
+	bbx_call_end();
 	bbx_cap_done(&bbx_run, op, &pend, f ? fileno(f) : -1, e, f ? fileno(f) : -1);
 	bbx_leave(f ? saved : e);
 	return f;

@@ -94,6 +94,24 @@ static inline void bbx_leave(int err)
 	errno = err;
 }
 
+/* Around the real call the guard is dropped: a signal handler that runs during a long
+ * call (open of a FIFO, a slow network filesystem) is journaled like any other code.
+ * glibc's functions reach each other without the PLT, so the real call itself never
+ * re-enters our wrappers.  (A handler that interrupts the capture itself, a few
+ * microseconds, still passes through unjournaled: README, limitations.) */
+static inline void bbx_call_begin(int saved)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	bbx_guard = 0;
+	errno = saved;
+}
+
+static inline void bbx_call_end(void)
+{
+	bbx_guard = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
 /* Refusal (invariant 2): guard released, errno = -rc, returns -1. */
 static inline int bbx_refuse(int rc)
 {
@@ -131,9 +149,10 @@ static inline int bbx_usable(void)
 		if (rc_)                                                                    \
 			return bbx_refuse(rc_);                                             \
 		uint64_t seq_ = bbx_run_last_seq;                                           \
-		errno = saved_;                                                             \
+		bbx_call_begin(saved_);                                                     \
 		__typeof__(realcall) r_ = realcall;                                         \
 		int e_ = errno;                                                             \
+		bbx_call_end();                                                             \
 		if (r_ < 0 && seq_)                                                         \
 			bbx_cap_result(&bbx_run, (opname), seq_, -1, e_);                   \
 		bbx_leave(r_ < 0 ? e_ : saved_);                                            \

@@ -74,8 +74,9 @@ BBX_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
 			bbx_leave(saved_);                                                  \
 			return -rc_;                                                        \
 		}                                                                           \
-		errno = saved_;                                                             \
+		bbx_call_begin(saved_);                                                     \
 		int r_ = realcall;                                                          \
+		bbx_call_end();                                                             \
 		bbx_leave(saved_);                                                          \
 		return r_;                                                                  \
 	} while (0)

@@ -119,9 +119,10 @@ static FILE *do_tmpfile(const char *op, FILE *(*real)(void))
 		bbx_refuse(rc);
 		return NULL;
 	}
-	errno = saved;
+	bbx_call_begin(saved);
 	FILE *f = real();
 	int e = errno;
+	bbx_call_end();
 	bbx_cap_done(&bbx_run, op, &pend, f ? fileno(f) : -1, e, -1);
 	bbx_leave(f ? saved : e);
 	return f;

@@ -9,3 +9,6 @@ EXTRA_DIST += tests/e2e/roundtrip.sh tests/e2e/t-rt-coreutils.sh tests/e2e/t-rt-
 	tests/e2e/t-rt-procs.sh tests/e2e/t-undo-modes.sh tests/e2e/t-failclosed.sh
 # shared by every t-*.sh (t-entrypoints.sh needs them in a tarball too)
 EXTRA_DIST += tests/e2e/lib.sh tests/e2e/snapshot.py
+# a mutation made by a signal handler during a blocking wrapped call
+TESTS += tests/e2e/t-signal.sh
+EXTRA_DIST += tests/e2e/t-signal.sh

@@ -5,3 +5,6 @@ check_PROGRAMS += tests/progs/callwrap
 tests_progs_callwrap_SOURCES = tests/progs/callwrap.c
 tests_progs_callwrap_CPPFLAGS = $(AM_CPPFLAGS) -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE
 tests_progs_callwrap_CFLAGS = $(AM_CFLAGS) -fvisibility=default
+# sighandler: a mutation from a signal handler during a blocking wrapped call.
+check_PROGRAMS += tests/progs/sighandler
+tests_progs_sighandler_SOURCES = tests/progs/sighandler.c
