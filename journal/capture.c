@@ -56,6 +56,13 @@ struct bbx_scratch *bbx_scratch(void)
 	return s;
 }
 
+void bbx_scratch_atfork_child(void)
+{
+	int st = 1;
+	__atomic_compare_exchange_n(&scratch_key_state, &st, 3, 0, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE); /* key creation cut off: go without */
+}
+
 /* Inside the capture functions: the caller (shim wrapper or tool) obtained the scratch
  * already, so this cannot fail here. */
 #define tls (*scratch_tls)
@@ -388,10 +395,13 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	int rc = lstat(path, &sb);
 	if (rc == 0 && S_ISLNK(sb.st_mode) && !(oflags & O_NOFOLLOW)) {
 		/* Decide and record on what the call reaches. */
-		if (resolve_final_symlink(path, resolved, PATH_MAX) == 0 && stat(resolved, &sb) == 0)
-			path = resolved;
-		else
+		if (stat(path, &sb) < 0) {
 			rc = -1, errno = ENOENT; /* dangling: O_CREAT creates the target */
+		} else if (!S_ISREG(sb.st_mode)) {
+			return 0; /* /dev/stdout -> a pipe, a tty: nothing on disk to keep */
+		} else if (resolve_final_symlink(path, resolved, PATH_MAX) == 0) {
+			path = resolved;
+		}
 	}
 	if (rc < 0) {
 		if (errno != ENOENT || !(oflags & O_CREAT))
@@ -416,7 +426,10 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	int lvl = level_of(run, &sb);
 	if (lvl < BBX_LVL_CONTENT && protected_entry(run, path))
 		return -EACCES;
-	if ((oflags & O_TRUNC) || !(oflags & O_APPEND)) {
+	/* O_APPEND alone only ever adds bytes, so the length is a full pre-image; but a
+	 * read-write descriptor can be mapped and written in place (mmap ignores
+	 * O_APPEND): that is an in-place write. */
+	if ((oflags & O_TRUNC) || !(oflags & O_APPEND) || acc == O_RDWR) {
 		if (lvl >= BBX_LVL_CONTENT)
 			return 0;
 		if (sb.st_size == 0)
@@ -448,7 +461,13 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	if (S_ISDIR(sb.st_mode)) {
 		begin(&e, BBX_REC_RMDIR, op, path);
 		enc_stat(&e, &sb);
-		return bbx_run_emit(run, &e, seq);
+		rc = bbx_run_emit(run, &e, seq);
+		/* Its inode number is about to be free for reuse by anyone: a stale "captured"
+		 * mark would make a stranger's new file look already preserved.  (If the
+		 * rmdir fails, forgetting only costs a second DIRMETA later.) */
+		if (rc == 0)
+			bbx_state_forget(run->st, sb.st_dev, sb.st_ino);
+		return rc;
 	}
 	begin(&e, BBX_REC_PRESERVE, op, path);
 	bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sb.st_mode));
@@ -514,8 +533,9 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 	if (rc)
 		return rc;
 	int to_exists = lstat(to, &st) == 0;
-	if (to_exists && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) &&
-	    !(st.st_dev == sf.st_dev && st.st_ino == sf.st_ino)) {
+	if (to_exists && st.st_dev == sf.st_dev && st.st_ino == sf.st_ino)
+		return 0; /* two names of one inode: rename(2) does nothing, nothing to undo */
+	if (to_exists && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) {
 		if ((rc = bbx_cap_remove(run, op, to)))
 			return rc;
 	}
@@ -561,7 +581,7 @@ int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd
 	return preserve_content(run, op, path, fd, &sb);
 }
 
-int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd)
+int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd, int inplace)
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
@@ -572,17 +592,17 @@ int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd)
 	if (lvl >= BBX_LVL_CONTENT)
 		return 0;
 	int fl = fcntl(fd, F_GETFL);
-	if (fl >= 0 && (fl & O_APPEND) && lvl >= BBX_LVL_SIZE)
+	int appends = !inplace && fl >= 0 && (fl & O_APPEND);
+	if (appends && lvl >= BBX_LVL_SIZE)
 		return 0;
 	int rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp);
 	if (rc)
-		return rc;
+		return rc == -EBADF ? 0 : rc;
 	if (protected_entry(run, tls.tmp))
 		return -EACCES;
-	if (fl >= 0 && (fl & O_APPEND))
+	if (appends || sb.st_size == 0)
 		return record_size(run, op, tls.tmp, &sb);
-	return sb.st_size == 0 ? record_size(run, op, tls.tmp, &sb)
-			       : preserve_content(run, op, tls.tmp, fd, &sb);
+	return preserve_content(run, op, tls.tmp, fd, &sb);
 }
 
 int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, uint32_t mask,
@@ -596,7 +616,7 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 		if (fstat(fd, &sb) < 0)
 			return 0;
 		if ((rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp)))
-			return rc;
+			return rc == -EBADF ? 0 : rc; /* pipe, socket, anon inode: not on disk */
 		path = tls.tmp;
 	} else {
 		if (lstat(path, &sb) < 0)
@@ -615,8 +635,8 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 	begin(&e, BBX_REC_META, op, path);
 	bbx_enc_u32(&e, BBX_T_MASK, mask);
 	enc_stat(&e, &sb);
-	void *big = NULL;
-	size_t bigsz = 0;
+	void *big = NULL, *recbuf = NULL;
+	size_t bigsz = 0, recsz = 0;
 	if ((mask & BBX_META_XATTR) && xname) {
 		bbx_enc_str(&e, BBX_T_XNAME, xname);
 		char small[XATTR_INLINE];
@@ -640,6 +660,21 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 			else
 				n = getxattr(path, xname, big, bigsz);
 		}
+		if (n >= 0 && e.len + (size_t)n + 64 > e.cap) {
+			/* An old value larger than the thread buffer (up to 64 KiB): move the
+			 * record into a mapping that fits it (no malloc in a wrapper). */
+			recsz = e.len + (size_t)n + PATH_MAX + 256;
+			recbuf = mmap(NULL, recsz, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (recbuf == MAP_FAILED) {
+				recbuf = NULL;
+				rc = -ENOMEM;
+				goto out;
+			}
+			memcpy(recbuf, e.buf, e.len);
+			e.buf = recbuf;
+			e.cap = recsz;
+		}
 		if (n >= 0) {
 			bbx_enc_bytes(&e, BBX_T_XVALUE, big ? big : small, (size_t)n);
 		} else if (errno != ENODATA && errno != ENOTSUP) {
@@ -651,6 +686,8 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 out:
 	if (big)
 		munmap(big, bigsz);
+	if (recbuf)
+		munmap(recbuf, recsz);
 	return rc;
 }
 

@@ -35,6 +35,8 @@ struct bbx_scratch {
 /* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at
  * thread exit.  NULL when it cannot be mapped: callers refuse with ENOMEM. */
 struct bbx_scratch *bbx_scratch(void);
+/* In a fork child: unblocks what a thread of the parent left half-done. */
+void bbx_scratch_atfork_child(void);
 
 /* A creation in flight: filled by a bbx_cap_* call, completed by bbx_cap_done(). */
 struct bbx_pending {
@@ -71,8 +73,10 @@ int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd
 		   int64_t newlen, int punch);
 
 /* Before data is written into fd by a call that bypasses open-time capture
- * (copy_file_range, sendfile into a descriptor the run did not open). */
-int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd);
+ * (copy_file_range, sendfile into a descriptor the run did not open).  inplace: the
+ * write may land inside the existing data even though fd is O_APPEND (fcntl clearing
+ * O_APPEND, pwritev2 with RWF_NOAPPEND): the length alone is then no pre-image. */
+int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd, int inplace);
 
 /* Before chmod/chown/utimes/xattr changes of path (fd < 0) or fd.  mask is
  * BBX_META_*; xname the attribute for BBX_META_XATTR. */

@@ -105,11 +105,13 @@ int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta,
 			return -errno;
 	}
 	snprintf(p, sizeof p, "%s/objects", out);
-	if (mkdir(p, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+		rc = -errno;
+		goto fail;
+	}
 	snprintf(p, sizeof p, "%s/state", out);
 	if ((rc = bbx_state_create(p)))
-		return rc;
+		goto fail;
 
 	char cwd[PATH_MAX] = "?";
 	if (!getcwd(cwd, sizeof cwd))
@@ -117,24 +119,34 @@ int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta,
 	struct utsname u;
 	if (uname(&u) < 0)
 		strcpy(u.nodename, "?");
-	char meta[3 * PATH_MAX + 512];
 	char when[64];
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	n = snprintf(meta, sizeof meta,
+	/* The command line can be as long as ARG_MAX allows: sized to fit.  (Never in a
+	 * wrapper: only bbx-run, bbx-undo and a shim's start-up create runs.) */
+	size_t msz = 2 * PATH_MAX + 512 + (cmdline ? strlen(cmdline) : 0) +
+		     (extra_meta ? strlen(extra_meta) : 0);
+	char *meta = malloc(msz);
+	if (!meta) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	n = snprintf(meta, msz,
 		     "format=bbx-journal 1\nrun=%s\nstart=%s\nstart_ns=%lld\nuid=%u\nhost=%s\ncwd=%s\n"
 		     "command=%s\n%s",
 		     id, when, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, (unsigned)getuid(),
 		     u.nodename, cwd, cmdline ? cmdline : "", extra_meta ? extra_meta : "");
-	if (n < 0 || (size_t)n >= sizeof meta)
-		return -ENAMETOOLONG;
 	snprintf(p, sizeof p, "%s/meta", out);
-	if ((rc = write_file(p, meta)))
-		return rc;
+	rc = n < 0 || (size_t)n >= msz ? -ENAMETOOLONG : write_file(p, meta);
+	free(meta);
+	if (rc)
+		goto fail;
 	/* The journal last: its presence means the directory is complete. */
 	snprintf(p, sizeof p, "%s/journal", out);
 	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
 	close(fd);
 
 	if (!dir && !nolatest) {
@@ -149,6 +161,16 @@ int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta,
 		}
 	}
 	return 0;
+fail:
+	/* Leave nothing half-made: a retry with the same --journal must find it empty. */
+	for (const char *f = "meta\0state\0objects\0"; *f; f += strlen(f) + 1) {
+		snprintf(p, sizeof p, "%s/%s", out, f);
+		if (unlink(p) < 0 && errno == EISDIR)
+			rmdir(p);
+	}
+	if (!dir)
+		rmdir(out);
+	return rc;
 }
 
 int bbx_run_open(struct bbx_run *run, const char *dir)

@@ -183,6 +183,8 @@ struct ctx {
 	struct dirfix *fix;
 	size_t nfix, capfix;
 	struct bbx_pathmap conflicted; /* paths whose later version was kept aside */
+	int conflicts_fd;              /* undo/conflicts: that list, NUL-separated, for resume */
+	char *conflicts_text;          /* its loaded content (keys of conflicted point here) */
 	struct inomap alias;
 	int alias_fd; /* undo/aliases: the map survives an interrupted undo */
 	struct bbx_reader r;
@@ -495,6 +497,15 @@ static void do_rename_back(struct ctx *c, const struct bbx_rec *r)
 	if (r->flags & RENAME_EXCHANGE) {
 		rc = bbx_uop_rename(&c->u, r->path2, r->path, RENAME_EXCHANGE);
 	} else {
+		if (a && (r->flags & RENAME_WHITEOUT) && S_ISCHR(sa.st_mode) && sa.st_rdev == 0) {
+			/* the whiteout the rename left in its place (overlayfs) */
+			rc = bbx_uop_unlink(&c->u, r->path);
+			if (rc) {
+				fail(c, "removing the whiteout", r->path, rc);
+				return;
+			}
+			a = 0;
+		}
 		if (a && move_aside(c, r->path, "occupies the name a rename came from"))
 			return;
 		rc = bbx_uop_rename(&c->u, r->path2, r->path, 0);
@@ -548,9 +559,21 @@ static int progress_load(struct ctx *c, int *phase, size_t *next)
 static void conflicts_phase(struct ctx *c, size_t *offs, size_t count)
 {
 	struct bbx_rec rec;
+	/* A journal sealed more than once (an undo that was run again) has several FINAL
+	 * records for a path: the last one is the state the journal ended with. */
+	struct bbx_pathmap last = {0};
+	size_t *slot;
 	for (size_t i = 0; i < count; i++) {
 		bbx_rec_decode(c->r.map + offs[i], c->r.size - offs[i], &rec);
-		if (rec.type != BBX_REC_FINAL)
+		if (rec.type == BBX_REC_FINAL && rec.path && bbx_pathmap_put(&last, rec.path, &slot) >= 0)
+			*slot = i;
+	}
+	for (size_t i = 0; i < count; i++) {
+		bbx_rec_decode(c->r.map + offs[i], c->r.size - offs[i], &rec);
+		if (rec.type != BBX_REC_FINAL || !rec.path)
+			continue;
+		size_t *at = bbx_pathmap_get(&last, rec.path);
+		if (!at || *at != i)
 			continue;
 		struct stat sb;
 		int exists = lstat(rec.path, &sb) == 0;
@@ -570,12 +593,14 @@ static void conflicts_phase(struct ctx *c, size_t *offs, size_t count)
 			continue;
 		}
 		c->s->conflicts++;
-		size_t *slot;
 		bbx_pathmap_put(&c->conflicted, rec.path, &slot);
+		if (c->conflicts_fd >= 0)
+			(void)!write(c->conflicts_fd, rec.path, strlen(rec.path) + 1);
 		if (c->o->out)
 			fprintf(c->o->out, "conflict: %s changed after the run; later version %s %s\n",
 				rec.path, c->o->dry_run ? "would be kept as" : "kept as", kept);
 	}
+	bbx_pathmap_free(&last);
 }
 
 static void dirs_phase(struct ctx *c)
@@ -615,6 +640,25 @@ static int open_undo_run(struct ctx *c, char *udir, size_t cap, int *resumed)
 		return -errno;
 	if (*resumed)
 		alias_load(c);
+	snprintf(p, sizeof p, "%s/conflicts", udir);
+	c->conflicts_fd = open(p, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (c->conflicts_fd < 0)
+		return -errno;
+	if (*resumed) {
+		/* the conflicts found by the first attempt (its phase 1 is not repeated) */
+		struct stat sb;
+		if (fstat(c->conflicts_fd, &sb) == 0 && sb.st_size > 0 &&
+		    (c->conflicts_text = malloc((size_t)sb.st_size + 1))) {
+			ssize_t got = pread(c->conflicts_fd, c->conflicts_text, (size_t)sb.st_size, 0);
+			size_t *slot;
+			if (got > 0)
+				c->conflicts_text[got] = 0;
+			for (ssize_t i = 0; got > 0 && i < got;
+			     i += (ssize_t)strlen(c->conflicts_text + i) + 1) {
+				bbx_pathmap_put(&c->conflicted, c->conflicts_text + i, &slot);
+			}
+		}
+	}
 	snprintf(p, sizeof p, "%s/progress", udir);
 	c->progress_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	return c->progress_fd < 0 ? -errno : 0;
@@ -622,7 +666,8 @@ static int open_undo_run(struct ctx *c, char *udir, size_t cap, int *resumed)
 
 int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo_stats *s)
 {
-	struct ctx c = {.dir = dir, .o = o, .s = s, .progress_fd = -1, .alias_fd = -1};
+	struct ctx c = {.dir = dir, .o = o, .s = s, .progress_fd = -1, .alias_fd = -1,
+			.conflicts_fd = -1};
 	memset(s, 0, sizeof *s);
 	char p[PATH_MAX + 32];
 	snprintf(p, sizeof p, "%s/undone", dir);
@@ -724,10 +769,15 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 	}
 	if (!o->dry_run) {
 		dirs_phase(&c);
-		progress_save(&c, 4, 0);
+		/* With errors (a file that could not be written back: immutable, no space),
+		 * the undo is not finished: running it again replays every step (each is
+		 * idempotent), without repeating phase 1. */
+		progress_save(&c, s->errors ? 2 : 4, 0);
 		bbx_run_close(&c.run);
 		bbx_seal(s->undo_dir, NULL);
 		snprintf(p, sizeof p, "%s/undone", dir);
+		if (s->errors)
+			goto out;
 		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			char line[PATH_MAX + 64];
@@ -742,6 +792,8 @@ out:
 		close(c.progress_fd);
 	if (c.alias_fd >= 0)
 		close(c.alias_fd);
+	if (c.conflicts_fd >= 0)
+		close(c.conflicts_fd);
 	free(steps);
 	free(offs);
 	free(c.alias.k);
@@ -750,6 +802,7 @@ out:
 		free(c.fix[i].path);
 	free(c.fix);
 	bbx_pathmap_free(&c.conflicted);
+	free(c.conflicts_text);
 	bbx_reader_close(&c.r);
 	return rc;
 }

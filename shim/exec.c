@@ -266,8 +266,40 @@ BBX_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, 
 
 /* system() and popen() spawn /bin/sh with glibc's internal posix_spawn and the current
  * environ.  If environ lacks our variables (hidden by env.c, or unset by the program),
- * it is swapped for a complete copy for the duration of the call.  Another thread
- * reading environ meanwhile sees a superset of it, never a torn array. */
+ * it is swapped for a complete copy for the duration of the call.  The copy is on the
+ * heap (neither function is async-signal-safe, so malloc is allowed here): if another
+ * thread setenv()s meanwhile, environ keeps pointing into it, so it is then left alone
+ * rather than freed.  Another thread reading environ sees a superset of it. */
+struct env_swap {
+	char **old, **env;
+	void *block;
+};
+
+static int env_swap_in(struct env_swap *w)
+{
+	w->block = NULL;
+	if (bbx_env_complete(environ))
+		return 0;
+	size_t n = bbx_env_count(environ) + BBX_ENV_EXTRA + 1;
+	w->block = malloc(n * sizeof(char *) + BBX_ENV_SCRATCH);
+	if (!w->block)
+		return -ENOMEM;
+	w->env = bbx_env_build(environ, w->block, (char *)w->block + n * sizeof(char *));
+	w->old = environ;
+	environ = w->env;
+	return 0;
+}
+
+static void env_swap_out(struct env_swap *w)
+{
+	if (!w->block)
+		return;
+	if (environ == w->env) {
+		environ = w->old;
+		free(w->block);
+	} /* else: setenv() replaced environ with an array that points into the block */
+}
+
 BBX_EXPORT int system(const char *cmd)
 {
 	int saved;
@@ -277,16 +309,14 @@ BBX_EXPORT int system(const char *cmd)
 	long seq = cmd ? record_exec("system", "/bin/sh", argv) : 0;
 	if (seq < 0)
 		return bbx_refuse((int)seq);
+	struct env_swap w;
+	int rc = env_swap_in(&w);
+	if (rc)
+		return bbx_refuse(rc);
 	bbx_leave(saved);
-	if (bbx_env_complete(environ))
-		return BBX_REAL(system)(cmd);
-	ENV_ON_STACK(environ, env);
-	char **old = environ;
-	environ = env;
 	int r = BBX_REAL(system)(cmd);
 	int e = errno;
-	if (environ == env)
-		environ = old;
+	env_swap_out(&w);
 	errno = e;
 	return r;
 }
@@ -302,16 +332,16 @@ BBX_EXPORT FILE *popen(const char *cmd, const char *mode)
 		bbx_refuse((int)seq);
 		return NULL;
 	}
+	struct env_swap w;
+	int rc = env_swap_in(&w);
+	if (rc) {
+		bbx_refuse(rc);
+		return NULL;
+	}
 	bbx_leave(saved);
-	if (bbx_env_complete(environ))
-		return BBX_REAL(popen)(cmd, mode);
-	ENV_ON_STACK(environ, env);
-	char **old = environ;
-	environ = env;
 	FILE *f = BBX_REAL(popen)(cmd, mode);
 	int e = errno;
-	if (environ == env)
-		environ = old;
+	env_swap_out(&w);
 	errno = e;
 	if (!f)
 		record_failure("popen", seq, e);

@@ -11,6 +11,7 @@
 #include "shim.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -93,34 +94,47 @@ static void choose_run(void)
 
 /* On the first mutation or exec, not at start-up: most processes of a build or an agent
  * (compilers' readers, grep, cat) never mutate, and then pay nothing but the load. */
+static int open_state; /* 0 idle, 1 opening, 2 done */
+static int init_state; /* 0 idle, 1 running, 2 done */
+
 int bbx_open_run(void)
 {
-	static int state; /* 0 idle, 1 opening, 2 done */
 	int expect = 0;
-	if (__atomic_compare_exchange_n(&state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+	if (__atomic_compare_exchange_n(&open_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
 		int rc = bbx_status == BBX_STATUS_CLOSED ? bbx_run_open(&bbx_run, bbx_journal_dir)
 							 : bbx_status;
 		if (rc && bbx_status == BBX_STATUS_CLOSED)
 			warn_once(bbx_journal_dir, -rc);
 		__atomic_store_n(&bbx_status, rc, __ATOMIC_RELEASE);
-		__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+		__atomic_store_n(&open_state, 2, __ATOMIC_RELEASE);
 	} else {
-		while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2)
+		while (__atomic_load_n(&open_state, __ATOMIC_ACQUIRE) != 2)
 			__builtin_ia32_pause();
 	}
 	return __atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE);
 }
 
+/* fork() while another thread was half-way through opening the run (or starting up):
+ * that thread does not exist in the child, which would wait for it forever.  The child
+ * starts those steps over. */
+static void atfork_child(void)
+{
+	if (__atomic_load_n(&open_state, __ATOMIC_ACQUIRE) == 1) {
+		bbx_status = BBX_STATUS_CLOSED;
+		__atomic_store_n(&open_state, 0, __ATOMIC_RELEASE);
+	}
+	bbx_scratch_atfork_child();
+}
+
 void bbx_init(void)
 {
-	static int state; /* 0 idle, 1 running, 2 done */
 	int expect = 0;
-	if (!__atomic_compare_exchange_n(&state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+	if (!__atomic_compare_exchange_n(&init_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
 		/* Another thread is initialising: wait for it.  The initialising thread itself
 		 * never gets here, its guard is set and its wrappers go straight to libc. */
-		while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2)
+		while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
 			__builtin_ia32_pause();
 		return;
 	}
@@ -128,10 +142,11 @@ void bbx_init(void)
 	bbx_guard = 1;
 	choose_run();
 	bbx_env_init();
+	pthread_atfork(NULL, NULL, atfork_child);
 	bbx_guard = g;
 	errno = saved;
 	__atomic_store_n(&bbx_inited, 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
 }
 
 __attribute__((constructor)) static void bbx_ctor(void)

@@ -16,6 +16,8 @@
 static int cap_meta_at(const char *op, int dirfd, const char *path, int fd, uint32_t mask,
 		       const char *xname)
 {
+	if (!path && fd == AT_FDCWD)
+		path = "."; /* fchownat(AT_FDCWD, "", ..., AT_EMPTY_PATH): the cwd itself */
 	if (!path)
 		return bbx_cap_meta(&bbx_run, op, NULL, fd, mask, xname);
 	int rc = bbx_path_abs(dirfd, path, bbx_tp.a, PATH_MAX);

@@ -12,6 +12,8 @@
 #include <linux/falloc.h>
 #include <stdint.h>
 #include <sys/sendfile.h>
+#include <stdarg.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define PUNCH_MODES (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_COLLAPSE_RANGE | \
@@ -91,8 +93,11 @@ BBX_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
 	PFALLOC_BODY("posix_fallocate64", fd, off, len, BBX_REAL(posix_fallocate64)(fd, off, len));
 }
 
+#define FDWRITE_INPLACE(opname, fd, realcall)                                               \
+	BBX_CAPTURE_THEN_CALL(opname, bbx_cap_fdwrite(&bbx_run, opname, (fd), 1), realcall)
+
 #define FDWRITE_BODY(opname, fd, realcall)                                                  \
-	BBX_CAPTURE_THEN_CALL(opname, bbx_cap_fdwrite(&bbx_run, opname, (fd)), realcall)
+	BBX_CAPTURE_THEN_CALL(opname, bbx_cap_fdwrite(&bbx_run, opname, (fd), 0), realcall)
 
 BBX_EXPORT ssize_t copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t n,
 				   unsigned flags)
@@ -109,4 +114,58 @@ BBX_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
 BBX_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 {
 	FDWRITE_BODY("sendfile64", out, BBX_REAL(sendfile64)(out, in, off, n));
+}
+
+/* An O_APPEND descriptor was captured by its length only.  These two are the ways to
+ * write inside the existing data through it anyway: capture the content first. */
+BBX_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	if (!(flags & RWF_NOAPPEND))
+		return BBX_REAL(pwritev2)(fd, iov, cnt, off, flags);
+	FDWRITE_INPLACE("pwritev2", fd, BBX_REAL(pwritev2)(fd, iov, cnt, off, flags));
+}
+
+BBX_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+	if (!(flags & RWF_NOAPPEND))
+		return BBX_REAL(pwritev64v2)(fd, iov, cnt, off, flags);
+	FDWRITE_INPLACE("pwritev64v2", fd, BBX_REAL(pwritev64v2)(fd, iov, cnt, off, flags));
+}
+
+/* fcntl(F_SETFL) clearing O_APPEND on a writable descriptor.  Every other command goes
+ * straight through: one compare on a hot call. */
+static int do_fcntl(const char *op, int (*real)(int, int, ...), int fd, int cmd, void *arg)
+{
+	int saved;
+	if (cmd != F_SETFL || ((long)arg & O_APPEND) || !bbx_enter(&saved))
+		return real(fd, cmd, arg);
+	int fl = real(fd, F_GETFL);
+	int rc = 0;
+	if (fl >= 0 && (fl & O_APPEND) && (fl & O_ACCMODE) != O_RDONLY) {
+		rc = bbx_usable();
+		if (!rc)
+			rc = bbx_cap_fdwrite(&bbx_run, op, fd, 1);
+	}
+	if (rc)
+		return bbx_refuse(rc);
+	bbx_leave(saved);
+	return real(fd, cmd, arg);
+}
+
+BBX_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *); /* as glibc reads it: int or pointer, one register */
+	va_end(ap);
+	return do_fcntl("fcntl", BBX_REAL(fcntl), fd, cmd, arg);
+}
+
+BBX_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl("fcntl64", BBX_REAL(fcntl64), fd, cmd, arg);
 }

@@ -233,6 +233,11 @@ cases() {
 	t copy_file_range SIZE "into an empty file" @W/g @W/empty
 	t sendfile PRESERVE "over a non-empty file" @W/f @W/g
 	t sendfile64 PRESERVE "over a non-empty file" @W/g @W/x
+	# ---- writes inside the data of an O_APPEND descriptor (captured by length first)
+	t pwritev2 SIZE:open+PRESERVE "RWF_NOAPPEND at offset 0" @W/f XXXX
+	t pwritev64v2 SIZE:open+PRESERVE "RWF_NOAPPEND at offset 0" @W/g XXXX
+	t fcntl SIZE:open+PRESERVE "F_SETFL clears O_APPEND, pwrite at 0" @W/f XXXX
+	t fcntl64 SIZE:open+PRESERVE "F_SETFL clears O_APPEND, pwrite at 0" @W/g XXXX
 	# ---- metadata
 	t chmod META "a file" @W/f 600
 	t fchmod META "a file" @W/f 640

@@ -41,6 +41,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <utime.h>
 
@@ -665,6 +666,53 @@ static int c_sendfile64(int argc, char **argv)
 	return r < 0 ? errno : r != n ? EIO : 0;
 }
 
+/* ---- writes inside an O_APPEND descriptor's data ---------------------------------------- */
+
+/* An append-only open (captured by its length), then the call that lets a write land
+ * inside the existing bytes anyway, then TEXT written at offset 0. */
+static int append_fd(const char *path)
+{
+	return open(path, O_WRONLY | O_APPEND);
+}
+
+/* fcntl FILE TEXT: clear O_APPEND with F_SETFL, overwrite the start */
+static int c_fcntl(int argc, char **argv)
+{
+	int fd = append_fd(argv[0]);
+	if (fd < 0 || fcntl(fd, F_SETFL, 0) < 0)
+		return errno;
+	return pwrite(fd, argv[1], strlen(argv[1]), 0) < 0 ? errno : 0;
+}
+
+/* fcntl64 FILE TEXT */
+static int c_fcntl64(int argc, char **argv)
+{
+	int fd = append_fd(argv[0]);
+	if (fd < 0 || fcntl64(fd, F_SETFL, 0) < 0)
+		return errno;
+	return pwrite(fd, argv[1], strlen(argv[1]), 0) < 0 ? errno : 0;
+}
+
+/* pwritev2 FILE TEXT: RWF_NOAPPEND at offset 0 through an O_APPEND descriptor */
+static int c_pwritev2(int argc, char **argv)
+{
+	int fd = append_fd(argv[0]);
+	if (fd < 0)
+		return errno;
+	struct iovec v = {argv[1], strlen(argv[1])};
+	return pwritev2(fd, &v, 1, 0, RWF_NOAPPEND) < 0 ? errno : 0;
+}
+
+/* pwritev64v2 FILE TEXT */
+static int c_pwritev64v2(int argc, char **argv)
+{
+	int fd = append_fd(argv[0]);
+	if (fd < 0)
+		return errno;
+	struct iovec v = {argv[1], strlen(argv[1])};
+	return pwritev64v2(fd, &v, 1, 0, RWF_NOAPPEND) < 0 ? errno : 0;
+}
+
 /* ---- metadata ---------------------------------------------------------------------------- */
 
 /* chmod PATH MODE */
@@ -1024,6 +1072,10 @@ static const struct call {
 	{"copy_file_range", c_copy_file_range, 2, "IN OUT [LEN]"},
 	{"sendfile", c_sendfile, 2, "OUT IN [LEN]"},
 	{"sendfile64", c_sendfile64, 2, "OUT IN [LEN]"},
+	{"pwritev2", c_pwritev2, 2, "FILE TEXT"},
+	{"pwritev64v2", c_pwritev64v2, 2, "FILE TEXT"},
+	{"fcntl", c_fcntl, 2, "FILE TEXT"},
+	{"fcntl64", c_fcntl64, 2, "FILE TEXT"},
 	{"chmod", c_chmod, 2, "PATH MODE"},
 	{"fchmod", c_fchmod, 2, "FILE MODE"},
 	{"fchmodat", c_fchmodat, 3, "DIR PATH MODE [FLAGS]"},
