@@ -50,8 +50,10 @@ struct bbx_scratch *bbx_scratch(void)
 	}
 	while (st == 1)
 		st = __atomic_load_n(&scratch_key_state, __ATOMIC_ACQUIRE);
+	/* Unmapped when the thread exits.  (Once per thread; glibc allocates here only
+	 * for a key index of 32 or more, i.e. in a program that made 32 keys first.) */
 	if (st == 2)
-		pthread_setspecific(scratch_key, s); /* unmapped when the thread exits */
+		pthread_setspecific(scratch_key, s);
 	scratch_tls = s;
 	return s;
 }
@@ -330,7 +332,9 @@ void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend,
 		return;
 	struct stat sb;
 	int have = 0;
-	if (ret >= 0 && pend->kind != BBX_KIND_ANON)
+	/* path NULL: the caller's scratch was reused during its call (a signal handler);
+	 * without an inode in its RESULT, undo falls back to the birth-time check. */
+	if (ret >= 0 && pend->kind != BBX_KIND_ANON && (fd >= 0 || pend->path))
 		have = (fd >= 0 ? fstat(fd, &sb) : lstat(pend->path, &sb)) == 0;
 	struct bbx_enc e;
 	begin(&e, BBX_REC_RESULT, op, pend->path);

@@ -42,7 +42,7 @@ void bbx_scratch_atfork_child(void);
 struct bbx_pending {
 	uint64_t seq;     /* 0 = nothing pending */
 	int kind;
-	const char *path; /* points into the caller's buffer */
+	const char *path; /* points into the caller's buffer; NULL once it is not valid */
 };
 
 /* Before creating path (mkdir, mknod, mkfifo, symlink, link, mkstemp).  kind is a

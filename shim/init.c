@@ -29,6 +29,7 @@ const char *bbx_journal_dir = "";
 const char *bbx_env_journal; /* "BBX_JOURNAL=<dir>", NULL when there is no run */
 int bbx_inited;
 __thread int bbx_guard __attribute__((tls_model("initial-exec")));
+__thread unsigned bbx_enter_gen __attribute__((tls_model("initial-exec")));
 
 /* Each entry: the name, where its real address goes, and our own wrapper's address. */
 static const struct {

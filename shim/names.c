@@ -88,10 +88,11 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 					     (target), &pend_);                             \
 		if (rc_)                                                                    \
 			return bbx_refuse(rc_);                                             \
-		bbx_call_begin(saved_);                                                     \
+		unsigned gen_ = bbx_call_begin(saved_);                                     \
 		int r_ = realcall;                                                          \
 		int e_ = errno;                                                             \
-		bbx_call_end();                                                             \
+		if (bbx_call_end(gen_))                                                     \
+			pend_.path = NULL; /* scratch reused by a signal handler */        \
 		bbx_cap_done(&bbx_run, opname, &pend_, r_, e_, -1);                         \
 		bbx_leave(r_ < 0 ? e_ : saved_);                                            \
 		return r_;                                                                  \

@@ -32,10 +32,11 @@ static inline int may_mutate(int flags)
 					   bbx_tp.b, &pend_);                               \
 		if (rc_)                                                                    \
 			return bbx_refuse(rc_);                                             \
-		bbx_call_begin(saved_);                                                     \
+		unsigned gen_ = bbx_call_begin(saved_);                                     \
 		int fd_ = realcall;                                                         \
 		int e_ = errno;                                                             \
-		bbx_call_end();                                                             \
+		if (bbx_call_end(gen_))                                                     \
+			pend_.path = NULL; /* scratch reused by a signal handler */        \
 		bbx_cap_done(&bbx_run, opname, &pend_, fd_, e_, fd_);                       \
 		bbx_leave(fd_ < 0 ? e_ : saved_);                                           \
 		return fd_;                                                                 \
@@ -154,10 +155,11 @@ static int fmode_flags(const char *m)
 			bbx_refuse(rc_);                                                    \
 			return NULL;                                                        \
 		}                                                                           \
-		bbx_call_begin(saved_);                                                     \
+		unsigned gen_ = bbx_call_begin(saved_);                                     \
 		FILE *f_ = realcall;                                                        \
 		int e_ = errno;                                                             \
-		bbx_call_end();                                                             \
+		if (bbx_call_end(gen_))                                                     \
+			pend_.path = NULL; /* scratch reused by a signal handler */        \
 		bbx_cap_done(&bbx_run, opname, &pend_, f_ ? (long)fdof : -1, e_,            \
 			     f_ ? fdof : -1);                                               \
 		bbx_leave(f_ ? saved_ : e_);                                                \
@@ -197,10 +199,11 @@ static FILE *do_freopen(const char *op, FILE *(*real)(const char *, const char *
 		bbx_refuse(rc);
 		return NULL;
 	}
-	bbx_call_begin(saved);
+	unsigned gen = bbx_call_begin(saved);
 	FILE *f = real(path, mode, stream);
 	int e = errno;
-	bbx_call_end();
+	if (bbx_call_end(gen))
+		pend.path = NULL; /* scratch reused by a signal handler */
 	bbx_cap_done(&bbx_run, op, &pend, f ? fileno(f) : -1, e, f ? fileno(f) : -1);
 	bbx_leave(f ? saved : e);
 	return f;

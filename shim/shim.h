@@ -68,6 +68,9 @@ extern const char *bbx_env_journal;
 int bbx_open_run(void);
 
 extern __thread int bbx_guard __attribute__((tls_model("initial-exec")));
+/* Counts the guard's takings on this thread: a wrapper that sees it move across its
+ * real call knows a signal handler's wrapper used the thread's scratch meanwhile. */
+extern __thread unsigned bbx_enter_gen __attribute__((tls_model("initial-exec")));
 
 /* Per-thread path scratch (journal/capture.h); valid once bbx_usable() returned 0. */
 #define bbx_tp (*bbx_scratch())
@@ -85,6 +88,7 @@ static inline int bbx_enter(int *saved)
 		bbx_init();
 	*saved = errno;
 	bbx_guard = 1;
+	bbx_enter_gen++;
 	return 1;
 }
 
@@ -100,17 +104,20 @@ static inline void bbx_leave(int err)
  * glibc's functions reach each other without the PLT, so the real call itself never
  * re-enters our wrappers.  (A handler that interrupts the capture itself, a few
  * microseconds, still passes through unjournaled: README, limitations.) */
-static inline void bbx_call_begin(int saved)
+static inline unsigned bbx_call_begin(int saved)
 {
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	bbx_guard = 0;
 	errno = saved;
+	return bbx_enter_gen;
 }
 
-static inline void bbx_call_end(void)
+/* Takes the guard back.  True when the scratch (paths in it) was reused meanwhile. */
+static inline int bbx_call_end(unsigned gen)
 {
 	bbx_guard = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return gen != bbx_enter_gen;
 }
 
 /* Refusal (invariant 2): guard released, errno = -rc, returns -1. */
@@ -150,10 +157,10 @@ static inline int bbx_usable(void)
 		if (rc_)                                                                    \
 			return bbx_refuse(rc_);                                             \
 		uint64_t seq_ = bbx_run_last_seq;                                           \
-		bbx_call_begin(saved_);                                                     \
+		unsigned gen_ = bbx_call_begin(saved_);                                     \
 		__typeof__(realcall) r_ = realcall;                                         \
 		int e_ = errno;                                                             \
-		bbx_call_end();                                                             \
+		(void)bbx_call_end(gen_);                                                   \
 		if (r_ < 0 && seq_)                                                         \
 			bbx_cap_result(&bbx_run, (opname), seq_, -1, e_);                   \
 		bbx_leave(r_ < 0 ? e_ : saved_);                                            \

@@ -76,9 +76,9 @@ BBX_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
 			bbx_leave(saved_);                                                  \
 			return -rc_;                                                        \
 		}                                                                           \
-		bbx_call_begin(saved_);                                                     \
+		unsigned gen_ = bbx_call_begin(saved_);                                     \
 		int r_ = realcall;                                                          \
-		bbx_call_end();                                                             \
+		(void)bbx_call_end(gen_);                                                   \
 		bbx_leave(saved_);                                                          \
 		return r_;                                                                  \
 	} while (0)

@@ -119,10 +119,10 @@ static FILE *do_tmpfile(const char *op, FILE *(*real)(void))
 		bbx_refuse(rc);
 		return NULL;
 	}
-	bbx_call_begin(saved);
+	unsigned gen = bbx_call_begin(saved);
 	FILE *f = real();
 	int e = errno;
-	bbx_call_end();
+	(void)bbx_call_end(gen); /* anonymous: its RESULT names no path */
 	bbx_cap_done(&bbx_run, op, &pend, f ? fileno(f) : -1, e, -1);
 	bbx_leave(f ? saved : e);
 	return f;
