@@ -26,7 +26,7 @@ say "rewriting the README from scratch"
 cat > README.md <<'EOF'
 # sensor
 
-TODO: write the documentation again.
+(documentation to be rewritten later)
 EOF
 
 say "resetting the configuration"

@@ -12,3 +12,6 @@ EXTRA_DIST += tests/e2e/lib.sh tests/e2e/snapshot.py
 # a mutation made by a signal handler during a blocking wrapped call
 TESTS += tests/e2e/t-signal.sh
 EXTRA_DIST += tests/e2e/t-signal.sh
+# adversarial round trips: minimal reproductions of known failures, and hard cases
+TESTS += tests/e2e/t-rt-adversarial.sh
+EXTRA_DIST += tests/e2e/t-rt-adversarial.sh

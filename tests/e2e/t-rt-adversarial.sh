@@ -74,10 +74,10 @@ rt_case "unix socket created by bind()" "$W" \
 	'"$PY" -c "import socket; socket.socket(socket.AF_UNIX).bind(\"app.sock\")"' \
 	'[ -S app.sock ]'
 
-# rename(a, b) where a and b are hard links to one inode is a no-op (POSIX), yet it is
-# journaled as RENAME a -> b; the undo then "renames b back" onto the existing a: b is
-# gone and a is moved aside as a.bbx-conflict (exit 3).  The undo damages a tree the run
-# did not change (shutil.move of hard links does exactly this).
+# rename(a, b) where a and b are hard links to one inode is a no-op (POSIX).  It used to be
+# journaled as RENAME a -> b, and the undo then "renamed b back" onto the existing a: b was
+# gone and a moved aside as a.bbx-conflict, an undo damaging a tree the run had not changed
+# (shutil.move of two hard links does this).  Fixed in 98ae08b; kept as a regression test.
 W=$(ws)
 rt_case "rename() between two hard links of one inode (a no-op)" "$W" \
 	'"$PY" -c "import os; os.rename(\"hl/a\", \"hl/b\")" && echo done > marker' \
@@ -153,6 +153,30 @@ mkfifo "$W/pipe"
 rt_oldtimes "$W"
 rt_case "data written through a fifo" "$W" \
 	'(cat pipe > /dev/null &) ; echo hello > pipe'
+
+# Two runs, undone newest first (what a user does after two bad agent commands, or an
+# orchestrator running each command as its own run).  Undoing the second run cannot set
+# ctime back, and the first run's FINAL records use ctime as the witness of "changed
+# after the run": every path both runs touched becomes a conflict (.bbx-conflict files,
+# an appended file left as it is, a created file not removed, exit 3).
+W=$(ws)
+J1=$(rt_journal)
+J2=$(rt_journal)
+before=$(rt_snap "$W" before)
+rt_run "$J1" "$W" 'echo r1 > docs/README.md && echo a >> docs/guide.txt && echo new > created.txt'
+expect_rc $? 0 "two runs undone newest first: first run exits 0"
+rt_run "$J2" "$W" 'echo r2 >> docs/README.md && sed -i s/line/LINE/ docs/guide.txt && echo more > created.txt'
+expect_rc $? 0 "two runs undone newest first: second run exits 0"
+rt_undo "$J2"
+rc=$?
+[ $rc -eq 0 ] || rt_showerr "$T_TMP/undo.out"
+expect_rc $rc 0 "two runs undone newest first: bbx-undo of the second run exits 0"
+rt_undo "$J1"
+rc=$?
+[ $rc -eq 0 ] || rt_showerr "$T_TMP/undo.out"
+expect_rc $rc 0 "two runs undone newest first: bbx-undo of the first run exits 0"
+undone=$(rt_snap "$W" undone)
+same_snap "$before" "$undone" "two runs undone newest first: tree restored byte for byte"
 
 # Journal on another filesystem (tmpfs): pre-images are copies.  A file with two links is
 # appended to through one name, then the other name is removed: the copy taken at the
@@ -423,15 +447,16 @@ d = sqlite3.connect(\"new.db\"); d.execute(\"create table x(y)\"); d.commit(); d
 	'[ -f new.db ]'
 
 W=$(ws)
-rt_case "tar --overwrite and --recursive-unlink, patch -p1 with a new file" "$W" \
-	'tar cf "$T/src.tar" src docs && echo changed > src/main.c && rm docs/guide.txt &&
+# A patch made outside the run: changes util.c, adds new.c, deletes docs/guide.txt.
+mkdir -p "$T_TMP/pa" "$T_TMP/pb"
+cp -r "$W/src" "$W/docs" "$T_TMP/pa/" && cp -r "$W/src" "$W/docs" "$T_TMP/pb/"
+sed -i s/42/43/ "$T_TMP/pb/src/util.c" && echo new >"$T_TMP/pb/src/new.c" && rm "$T_TMP/pb/docs/guide.txt"
+(cd "$T_TMP" && diff -ruN pa pb >"$T_TMP/p.diff")
+rt_case "tar --overwrite and --recursive-unlink, then patch -p1 (modify, add, delete)" "$W" \
+	'tar cf "$T/src.tar" src docs && echo changed > src/main.c && rm docs/README.md &&
 	 tar --overwrite -xf "$T/src.tar" && echo changed > src/util.c &&
-	 tar --recursive-unlink -xf "$T/src.tar" 2>/dev/null;
-	 cp -r src "$T/src.orig" && sed -i s/42/43/ src/util.c && echo new > src/new.c &&
-	 (cd "$T" && diff -ruN src.orig "$W/src" > "$T/p.diff"); rm -rf "$T/src.orig" &&
-	 patch -R -s -p0 src/util.c < /dev/null; cp -r src src2 && rm src2/new.c &&
-	 git checkout -- . 2>/dev/null; true' \
-	'[ -f src/new.c ] && grep -q 43 src/util.c'
+	 tar --recursive-unlink -xf "$T/src.tar" && patch -s -p1 < "$T/p.diff"' \
+	'[ -f src/new.c ] && grep -q 43 src/util.c && [ ! -e docs/guide.txt ] && [ -f docs/README.md ]'
 
 W=$(ws)
 rt_case "O_TMPFILE materialised by linkat (AT_EMPTY_PATH, /proc/self/fd), then renamed over" "$W" \
@@ -508,7 +533,8 @@ rm -rf "$W/../rel-journal.$$"
 
 # --- user nobody, modes 000 and 500 ---------------------------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
-	NB="setpriv --reuid=nobody --regid=$(id -gn nobody) --clear-groups"
+	NBG=$(id -gn nobody)
+	NB="setpriv --reuid=nobody --regid=$NBG --clear-groups"
 	chmod 755 "$T_TMP"
 	NBD=$(mktemp -d "$T_TMP/nobody.XXXXXX")
 	chmod 755 "$NBD"
@@ -516,7 +542,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
 	mkdir "$W" && rt_project "$W"
 	chmod 000 "$W/secret.txt"
 	mkdir "$W/ro" "$W/nox" && echo r >"$W/ro/f" && echo n >"$W/nox/f"
-	chown -R nobody "$NBD"
+	chown -R "nobody:$NBG" "$NBD" # a group nobody is in: it may put it back
 	chmod 500 "$W/ro" && chmod 000 "$W/nox"
 	rt_oldtimes "$W"
 	J=$NBD/journal
