@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -75,6 +76,32 @@ static int in_journal_dir(const struct bbx_run *run, const char *path)
 	       (path[run->dirlen] == '/' || path[run->dirlen] == 0);
 }
 
+/* stat through the kernel, not through whatever else is preloaded: under fakeroot,
+ * libfakeroot answers stat() with the owner and mode it pretends, and the undo record
+ * must hold the real ones. */
+static int k_stat(const char *p, struct stat *sb)
+{
+	return (int)syscall(SYS_newfstatat, AT_FDCWD, p, sb, 0);
+}
+
+static int k_lstat(const char *p, struct stat *sb)
+{
+	return (int)syscall(SYS_newfstatat, AT_FDCWD, p, sb, AT_SYMLINK_NOFOLLOW);
+}
+
+static int k_fstat(int fd, struct stat *sb)
+{
+	return (int)syscall(SYS_fstat, fd, sb);
+}
+
+/* procfs and sysfs: kernel state, not files.  A write there (oom_score_adj, uid_map
+ * of a user namespace, a cgroup knob) has no pre-image an undo could put back, and an
+ * undo - another process - would write its own /proc/self.  Not journaled. */
+static int pseudo_fs(const char *path)
+{
+	return !strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5);
+}
+
 static int is_journal_dir(const struct bbx_run *run, const struct stat *sb)
 {
 	return S_ISDIR(sb->st_mode) &&
@@ -99,9 +126,9 @@ static int protected_entry(const struct bbx_run *run, const char *path)
 	memcpy(parent, path, n);
 	parent[n] = 0;
 	struct stat sb;
-	if (stat(parent, &sb) == 0 && is_journal_dir(run, &sb))
+	if (k_stat(parent, &sb) == 0 && is_journal_dir(run, &sb))
 		return 1;
-	return lstat(path, &sb) == 0 && is_journal_dir(run, &sb);
+	return k_lstat(path, &sb) == 0 && is_journal_dir(run, &sb);
 }
 
 /* The path a following call (open, truncate) really reaches when path is a symlink:
@@ -153,7 +180,7 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 	memcpy(tls.tmp, path, n);
 	tls.tmp[n] = 0;
 	struct stat sb;
-	if (stat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
+	if (k_stat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return 0; /* the call itself will fail */
 	if (is_journal_dir(run, &sb))
 		return -EACCES; /* never an entry of the run's own journal directory */
@@ -168,6 +195,17 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 	return rc;
 }
 
+void bbx_copy_xattrs(int from, int to)
+{
+	char names[4096], val[4096];
+	ssize_t n = flistxattr(from, names, sizeof names);
+	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1) {
+		ssize_t v = fgetxattr(from, names + i, val, sizeof val);
+		if (v >= 0)
+			(void)fsetxattr(to, names + i, val, (size_t)v, 0);
+	}
+}
+
 /* Copies srcfd's content into a new object; reflinks where the filesystem can. */
 static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, uint64_t size, int *how)
 {
@@ -177,6 +215,7 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, uint64_t 
 	int out = open(tls.obj, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (out < 0)
 		return -errno;
+	bbx_copy_xattrs(srcfd, out); /* a copy is a new inode: it must carry them */
 	if (ioctl(out, FICLONE, srcfd) == 0) {
 		*how = BBX_HOW_REFLINK;
 		close(out);
@@ -297,6 +336,8 @@ int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int ki
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	if (pseudo_fs(path))
+		return 0;
 	pend->seq = 0;
 	if (in_journal_dir(run, path))
 		return -EACCES;
@@ -335,7 +376,7 @@ void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend,
 	/* path NULL: the caller's scratch was reused during its call (a signal handler);
 	 * without an inode in its RESULT, undo falls back to the birth-time check. */
 	if (ret >= 0 && pend->kind != BBX_KIND_ANON && (fd >= 0 || pend->path))
-		have = (fd >= 0 ? fstat(fd, &sb) : lstat(pend->path, &sb)) == 0;
+		have = (fd >= 0 ? k_fstat(fd, &sb) : k_lstat(pend->path, &sb)) == 0;
 	struct bbx_enc e;
 	begin(&e, BBX_REC_RESULT, op, pend->path);
 	bbx_enc_u64(&e, BBX_T_REF, pend->seq);
@@ -381,6 +422,16 @@ static int follow_dangling(const char *path, char *out, size_t cap)
 	return m < 0 || (size_t)m >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* A change to an already-captured file costs nothing while the run lasts.  After the
+ * run was sealed (a process of it outlived bbx-run), it is worth one NOTE: undo then
+ * knows the path changed after its FINAL record by the run itself, not by a stranger. */
+static int covered(struct bbx_run *run, const char *op, const char *path)
+{
+	if (!(__atomic_load_n(&run->st->flags, __ATOMIC_ACQUIRE) & BBX_STATE_SEALED))
+		return 0;
+	return bbx_cap_note(run, op, path, "changed after the run was sealed");
+}
+
 int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int oflags,
 		 uint32_t mode, char *resolved, struct bbx_pending *pend)
 {
@@ -396,10 +447,10 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	if (in_journal_dir(run, path))
 		return -EACCES;
 	struct stat sb;
-	int rc = lstat(path, &sb);
+	int rc = k_lstat(path, &sb);
 	if (rc == 0 && S_ISLNK(sb.st_mode) && !(oflags & O_NOFOLLOW)) {
 		/* Decide and record on what the call reaches. */
-		if (stat(path, &sb) < 0) {
+		if (k_stat(path, &sb) < 0) {
 			rc = -1, errno = ENOENT; /* dangling: O_CREAT creates the target */
 		} else if (!S_ISREG(sb.st_mode)) {
 			return 0; /* /dev/stdout -> a pipe, a tty: nothing on disk to keep */
@@ -407,6 +458,8 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 			path = resolved;
 		}
 	}
+	if (pseudo_fs(path))
+		return 0;
 	if (rc < 0) {
 		if (errno != ENOENT || !(oflags & O_CREAT))
 			return 0; /* the call fails the same way */
@@ -425,8 +478,19 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	}
 	if ((oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 		return 0; /* EEXIST */
+	if (S_ISFIFO(sb.st_mode) && writes && level_of(run, &sb) < BBX_LVL_CONTENT) {
+		/* Data through a fifo leaves nothing behind but the fifo's times: keep them. */
+		struct bbx_enc e;
+		begin(&e, BBX_REC_META, op, path);
+		bbx_enc_u32(&e, BBX_T_MASK, BBX_META_TIMES);
+		enc_stat(&e, &sb);
+		rc = bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+		if (rc == 0)
+			raise_to(run, &sb, BBX_LVL_CONTENT);
+		return rc;
+	}
 	if (!S_ISREG(sb.st_mode) || !writes)
-		return 0; /* devices, fifos, ttys: nothing an undo could restore */
+		return 0; /* devices, ttys: nothing an undo could restore */
 	int lvl = level_of(run, &sb);
 	if (lvl < BBX_LVL_CONTENT && protected_entry(run, path))
 		return -EACCES;
@@ -435,13 +499,13 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	 * O_APPEND): that is an in-place write. */
 	if ((oflags & O_TRUNC) || !(oflags & O_APPEND) || acc == O_RDWR) {
 		if (lvl >= BBX_LVL_CONTENT)
-			return 0;
+			return covered(run, op, path);
 		if (sb.st_size == 0)
 			return record_size(run, op, path, &sb);
 		return preserve_content(run, op, path, -1, &sb);
 	}
 	if (lvl >= BBX_LVL_SIZE)
-		return 0;
+		return covered(run, op, path);
 	return record_size(run, op, path, &sb);
 }
 
@@ -450,10 +514,12 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	if (pseudo_fs(path))
+		return 0;
 	if (in_journal_dir(run, path))
 		return -EACCES;
 	struct stat sb;
-	if (lstat(path, &sb) < 0)
+	if (k_lstat(path, &sb) < 0)
 		return 0;
 	if (is_journal_dir(run, &sb))
 		return -EACCES;
@@ -524,10 +590,12 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	if (pseudo_fs(from) || pseudo_fs(to))
+		return 0;
 	if (in_journal_dir(run, from) || in_journal_dir(run, to))
 		return -EACCES;
 	struct stat sf, st;
-	if (lstat(from, &sf) < 0)
+	if (k_lstat(from, &sf) < 0)
 		return 0;
 	if (is_journal_dir(run, &sf))
 		return -EACCES;
@@ -536,7 +604,7 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 		rc = cap_parent(run, op, to);
 	if (rc)
 		return rc;
-	int to_exists = lstat(to, &st) == 0;
+	int to_exists = k_lstat(to, &st) == 0;
 	if (to_exists && st.st_dev == sf.st_dev && st.st_ino == sf.st_ino)
 		return 0; /* two names of one inode: rename(2) does nothing, nothing to undo */
 	if (to_exists && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) {
@@ -559,7 +627,7 @@ int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd
 	if (!bbx_scratch())
 		return -ENOMEM;
 	struct stat sb;
-	if ((fd >= 0 ? fstat(fd, &sb) : stat(path, &sb)) < 0 || !S_ISREG(sb.st_mode))
+	if ((fd >= 0 ? k_fstat(fd, &sb) : k_stat(path, &sb)) < 0 || !S_ISREG(sb.st_mode))
 		return 0;
 	int destroys = punch || newlen < (int64_t)sb.st_size;
 	if (sb.st_nlink == 0)
@@ -571,17 +639,19 @@ int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd
 		path = tls.tmp;
 	} else {
 		struct stat lsb;
-		if (lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode) &&
+		if (k_lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode) &&
 		    resolve_final_symlink(path, tls.tmp, sizeof tls.tmp) == 0)
 			path = tls.tmp;
 	}
+	if (pseudo_fs(path))
+		return 0;
 	int lvl = level_of(run, &sb);
 	if (lvl >= BBX_LVL_CONTENT)
-		return 0;
+		return covered(run, op, path);
 	if (protected_entry(run, path))
 		return -EACCES;
 	if (!destroys || sb.st_size == 0)
-		return lvl >= BBX_LVL_SIZE ? 0 : record_size(run, op, path, &sb);
+		return lvl >= BBX_LVL_SIZE ? covered(run, op, path) : record_size(run, op, path, &sb);
 	return preserve_content(run, op, path, fd, &sb);
 }
 
@@ -590,7 +660,7 @@ int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd, int inplace)
 	if (!bbx_scratch())
 		return -ENOMEM;
 	struct stat sb;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_nlink == 0)
+	if (k_fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_nlink == 0)
 		return 0;
 	int lvl = level_of(run, &sb);
 	if (lvl >= BBX_LVL_CONTENT)
@@ -602,6 +672,8 @@ int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd, int inplace)
 	int rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp);
 	if (rc)
 		return rc == -EBADF ? 0 : rc;
+	if (pseudo_fs(tls.tmp))
+		return 0;
 	if (protected_entry(run, tls.tmp))
 		return -EACCES;
 	if (appends || sb.st_size == 0)
@@ -617,22 +689,24 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 	struct stat sb;
 	int rc;
 	if (fd >= 0) {
-		if (fstat(fd, &sb) < 0)
+		if (k_fstat(fd, &sb) < 0)
 			return 0;
 		if ((rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp)))
 			return rc == -EBADF ? 0 : rc; /* pipe, socket, anon inode: not on disk */
 		path = tls.tmp;
 	} else {
-		if (lstat(path, &sb) < 0)
+		if (k_lstat(path, &sb) < 0)
 			return 0;
 		if (S_ISLNK(sb.st_mode) && !(mask & BBX_META_NOFOLLOW)) {
 			/* record the object the call changes: the symlink's target */
 			if (resolve_final_symlink(path, tls.tmp, sizeof tls.tmp) < 0 ||
-			    stat(tls.tmp, &sb) < 0)
+			    k_stat(tls.tmp, &sb) < 0)
 				return 0; /* dangling: the call fails */
 			path = tls.tmp;
 		}
 	}
+	if (pseudo_fs(path))
+		return 0;
 	if (protected_entry(run, path) || is_journal_dir(run, &sb))
 		return -EACCES;
 	struct bbx_enc e;
@@ -782,9 +856,41 @@ int bbx_path_fd(int fd, char *out, size_t cap)
 	return out[0] == '/' ? 0 : -EBADF; /* sockets, pipes, anon inodes */
 }
 
+/* Where the parent of out (an absolute path) really is, when it cannot be taken
+ * literally: ".." (the directory it names may be renamed or removed later in the run,
+ * and the replay walks the tree backward), or a magic link such as /proc/self/cwd or
+ * /dev/fd/N (which undo, another process, would resolve to itself).  The parent is
+ * opened O_PATH and named by the kernel; the last component is kept as it is, so a
+ * final symlink is still the call's to follow or not. */
+static int canon_parent(char *out, size_t cap)
+{
+	char *slash = strrchr(out, '/');
+	const char *last = slash + 1;
+	char tmp[PATH_MAX];
+	if (!strcmp(last, "..") || !strcmp(last, "."))
+		last = ""; /* the path names a directory: resolve all of it */
+	size_t plen = *last ? (size_t)(slash - out) : strlen(out);
+	if (plen >= sizeof tmp)
+		return -ENAMETOOLONG;
+	memcpy(tmp, out, plen);
+	tmp[plen] = 0;
+	int fd = open(plen ? tmp : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* the call fails the same way: keep the literal path */
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	int rc = bbx_path_fd(fd, dir, sizeof dir);
+	close(fd);
+	if (rc)
+		return 0;
+	snprintf(name, sizeof name, "%s", last);
+	int n = snprintf(out, cap, "%s%s%s", dir, *name && strcmp(dir, "/") ? "/" : "", name);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
 int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 {
 	size_t len = 0;
+	int dotdot = 0;
 	if (!path)
 		return -EFAULT;
 	if (path[0] != '/') {
@@ -810,6 +916,7 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 		size_t cl = (size_t)(s - c);
 		if (cl == 0 || (cl == 1 && c[0] == '.'))
 			continue;
+		dotdot |= cl == 2 && c[0] == '.' && c[1] == '.';
 		if (len > 0 && out[len - 1] == '/')
 			len--;
 		if (len + 1 + cl + 1 > cap)
@@ -821,5 +928,8 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 	if (len == 0)
 		out[len++] = '/';
 	out[len] = 0;
+	/* The common case costs nothing more; the rest is resolved by the kernel. */
+	if (dotdot || !strncmp(out, "/proc/", 6) || !strncmp(out, "/dev/fd/", 8))
+		return canon_parent(out, cap);
 	return 0;
 }

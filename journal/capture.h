@@ -91,6 +91,11 @@ int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, 
 /* A NOTE record with free text. */
 int bbx_cap_note(struct bbx_run *run, const char *op, const char *path, const char *text);
 
+/* Copies the extended attributes of one open file to another, as far as permitted
+ * (user.* always; trusted.* and security.* need privilege).  Best effort, bounded to
+ * 4 KiB of names and 4 KiB per value; allocation-free. */
+void bbx_copy_xattrs(int from, int to);
+
 /* Builds an absolute path: path itself if absolute, else relative to dirfd (AT_FDCWD:
  * the cwd).  "." components and repeated slashes are dropped; ".." is kept (the kernel
  * resolves it the same way at undo time, since backward replay restores the tree it

@@ -57,6 +57,9 @@ int bbx_seal(const char *dir, size_t *npaths)
 		bbx_reader_close(&r);
 		return rc;
 	}
+	/* Stragglers note their changes from now on (capture.c, covered()): flag first,
+	 * so a change racing with the FINAL records is either noted or already in them. */
+	__atomic_fetch_or(&run.st->flags, BBX_STATE_SEALED, __ATOMIC_SEQ_CST);
 	struct bbx_pathmap m = {0};
 	struct bbx_rec rec;
 	size_t n = 0, *slot;

@@ -25,6 +25,9 @@ enum bbx_level {
 };
 
 #define BBX_STATE_MAGIC 0x54535842u /* "BXST" */
+/* flags: bbx-run sealed the run (its command exited); processes still writing are
+ * the run's own stragglers. */
+#define BBX_STATE_SEALED 1u
 #define BBX_STATE_SLOTS (1u << 18)
 
 struct bbx_state_slot {

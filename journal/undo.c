@@ -325,7 +325,16 @@ static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_u
 		move_aside(c, r->path, "is not what this run created");
 		return;
 	}
-	if (!st->has_result) {
+	if (!st->has_result && r->kind == BBX_KIND_HARDLINK) {
+		/* A new name for an old inode: its birth time says nothing.  It is ours if it
+		 * is still the inode of the name it was linked from (back in place by now). */
+		struct stat src;
+		if (!r->path2 || lstat(r->path2, &src) < 0 || src.st_ino != sb.st_ino ||
+		    src.st_dev != sb.st_dev) {
+			move_aside(c, r->path, "is not the link this run made");
+			return;
+		}
+	} else if (!st->has_result) {
 		/* No RESULT (killed mid-call, or created by a spawned child): only remove what
 		 * was born after the record; anything older is someone else's. */
 		struct statx sx;
@@ -556,35 +565,63 @@ static int progress_load(struct ctx *c, int *phase, size_t *next)
 
 /* ---- phases ------------------------------------------------------------------------ */
 
+/* Records of the run that name a path (both ends of a rename). */
+static int touches(const struct bbx_rec *r, const char **a, const char **b)
+{
+	*a = r->path;
+	*b = r->type == BBX_REC_RENAME ? r->path2 : NULL;
+	switch (r->type) {
+	case BBX_REC_CREATE: case BBX_REC_PRESERVE: case BBX_REC_SIZE: case BBX_REC_RMDIR:
+	case BBX_REC_RENAME: case BBX_REC_META: case BBX_REC_NOTE:
+		return r->path != NULL;
+	}
+	return 0;
+}
+
+/* Has path changed since its FINAL record?  The witness is what `make` and rsync trust:
+ * type, inode, size, mtime, mode and owner.  Not ctime: no undo can set it back, so an
+ * earlier undo of a later run that touched the same file would look like a stranger's
+ * change, and runs could not be undone newest first. */
+static int changed_since(const struct bbx_rec *fin, const struct stat *sb, int exists)
+{
+	if (fin->kind == BBX_KIND_NONE)
+		return exists;
+	return !exists || (int)fin->kind != bbx_kind_of_mode(sb->st_mode) ||
+	       sb->st_ino != fin->st.ino || (uint64_t)sb->st_size != fin->st.size ||
+	       sb->st_mtim.tv_sec != fin->st.mtime_sec || sb->st_mtim.tv_nsec != fin->st.mtime_nsec ||
+	       (sb->st_mode & 07777) != (fin->st.mode & 07777) || sb->st_uid != fin->st.uid ||
+	       sb->st_gid != fin->st.gid;
+}
+
 static void conflicts_phase(struct ctx *c, size_t *offs, size_t count)
 {
 	struct bbx_rec rec;
-	/* A journal sealed more than once (an undo that was run again) has several FINAL
-	 * records for a path: the last one is the state the journal ended with. */
-	struct bbx_pathmap last = {0};
+	/* The last FINAL of each path (a journal sealed more than once - an undo that was
+	 * run again - has several) and the last record that touched it: a process of the
+	 * run that outlived bbx-run may have changed it after the seal, and that is the
+	 * run's own doing, not a conflict. */
+	struct bbx_pathmap last = {0}, touched = {0};
 	size_t *slot;
 	for (size_t i = 0; i < count; i++) {
 		bbx_rec_decode(c->r.map + offs[i], c->r.size - offs[i], &rec);
+		const char *a, *b;
 		if (rec.type == BBX_REC_FINAL && rec.path && bbx_pathmap_put(&last, rec.path, &slot) >= 0)
 			*slot = i;
+		else if (touches(&rec, &a, &b))
+			for (int k = 0; k < 2; k++)
+				if ((k ? b : a) && bbx_pathmap_put(&touched, k ? b : a, &slot) >= 0)
+					*slot = i;
 	}
 	for (size_t i = 0; i < count; i++) {
 		bbx_rec_decode(c->r.map + offs[i], c->r.size - offs[i], &rec);
 		if (rec.type != BBX_REC_FINAL || !rec.path)
 			continue;
-		size_t *at = bbx_pathmap_get(&last, rec.path);
-		if (!at || *at != i)
+		size_t *at = bbx_pathmap_get(&last, rec.path), *t = bbx_pathmap_get(&touched, rec.path);
+		if (!at || *at != i || (t && *t > i))
 			continue;
 		struct stat sb;
 		int exists = lstat(rec.path, &sb) == 0;
-		int changed;
-		if (rec.kind == BBX_KIND_NONE)
-			changed = exists;
-		else
-			changed = !exists || sb.st_ino != rec.st.ino ||
-				  sb.st_ctim.tv_sec != rec.st.ctime_sec ||
-				  sb.st_ctim.tv_nsec != rec.st.ctime_nsec;
-		if (!changed || !exists || S_ISDIR(sb.st_mode))
+		if (!changed_since(&rec, &sb, exists) || !exists || S_ISDIR(sb.st_mode))
 			continue; /* directories: foreign entries are handled when met */
 		char kept[PATH_MAX + 32];
 		int rc = bbx_uop_keep_copy(&c->u, rec.path, kept, sizeof kept);
@@ -601,6 +638,7 @@ static void conflicts_phase(struct ctx *c, size_t *offs, size_t count)
 				rec.path, c->o->dry_run ? "would be kept as" : "kept as", kept);
 	}
 	bbx_pathmap_free(&last);
+	bbx_pathmap_free(&touched);
 }
 
 static void dirs_phase(struct ctx *c)

@@ -87,13 +87,16 @@ int bbx_uop_mknod(struct bbx_uops *u, const char *path, mode_t mode, dev_t rdev)
 	CREATE_OP(path, bbx_kind_of_mode(mode), mode, NULL, mknod(path, mode, rdev));
 }
 
-/* Content from obj into out: a reflink where possible, else copy_file_range. */
-static int fill(int out, const char *obj)
+/* Content from obj into out: a reflink where possible, else copy_file_range.  A new
+ * inode (xattrs: 1) also gets the object's extended attributes. */
+static int fill(int out, const char *obj, int xattrs)
 {
 	int in = open(obj, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
 	int rc = 0;
+	if (xattrs)
+		bbx_copy_xattrs(in, out);
 	if (ioctl(out, FICLONE, in) < 0) {
 		struct stat sb;
 		if (fstat(in, &sb) < 0) {
@@ -137,7 +140,7 @@ int bbx_uop_copy_new(struct bbx_uops *u, const char *obj, const char *path)
 	bbx_cap_done(u->run, OP, &p, fd, e, fd);
 	if (fd < 0)
 		return -e;
-	rc = fill(fd, obj);
+	rc = fill(fd, obj, 1);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	return rc;
@@ -155,7 +158,7 @@ int bbx_uop_copy_into(struct bbx_uops *u, const char *obj, const char *path)
 	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	rc = fill(fd, obj);
+	rc = fill(fd, obj, 0);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	return rc;

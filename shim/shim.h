@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
 #include <errno.h>

@@ -13,9 +13,16 @@ trap 'rm -rf "$T_TMP"' EXIT
 
 plan() { echo "1..$1"; }
 # ok COND-EXIT-STATUS DESCRIPTION   (use: cmd; ok $? "desc")
+# With T_TODO set (a known, documented defect), the line carries "# TODO reason": the
+# tap-driver counts a failure as XFAIL and a pass as XPASS, which fails the suite so the
+# marker is removed once the defect is fixed.
 ok() {
 	T_N=$((T_N + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $T_N - $2"; else echo "not ok $T_N - $2"; T_FAIL=$((T_FAIL + 1)); fi
+	local todo=${T_TODO:+ # TODO $T_TODO}
+	if [ "$1" -eq 0 ]; then echo "ok $T_N - $2$todo"; else
+		echo "not ok $T_N - $2$todo"
+		[ -n "$todo" ] || T_FAIL=$((T_FAIL + 1))
+	fi
 }
 diag() { printf '# %s\n' "$@" >&2; }
 skip() { T_N=$((T_N + 1)); echo "ok $T_N # SKIP $1"; }

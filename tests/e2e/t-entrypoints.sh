@@ -238,6 +238,8 @@ cases() {
 	t pwritev64v2 SIZE:open+PRESERVE "RWF_NOAPPEND at offset 0" @W/g XXXX
 	t fcntl SIZE:open+PRESERVE "F_SETFL clears O_APPEND, pwrite at 0" @W/f XXXX
 	t fcntl64 SIZE:open+PRESERVE "F_SETFL clears O_APPEND, pwrite at 0" @W/g XXXX
+	# ---- a unix socket bound to a path
+	t bind CREATE+RESULT "a new socket file" @W/sock
 	# ---- metadata
 	t chmod META "a file" @W/f 600
 	t fchmod META "a file" @W/f 640

@@ -42,6 +42,8 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <sys/uio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <utime.h>
 
@@ -713,6 +715,22 @@ static int c_pwritev64v2(int argc, char **argv)
 	return pwritev64v2(fd, &v, 1, 0, RWF_NOAPPEND) < 0 ? errno : 0;
 }
 
+/* ---- a unix socket's name ------------------------------------------------------------------ */
+
+/* bind PATH: a unix socket bound to PATH (the file stays after close) */
+static int c_bind(int argc, char **argv)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd < 0)
+		return errno;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", argv[0]);
+	int r = bind(fd, (struct sockaddr *)&a, sizeof a);
+	int e = errno;
+	close(fd);
+	return r < 0 ? e : 0;
+}
+
 /* ---- metadata ---------------------------------------------------------------------------- */
 
 /* chmod PATH MODE */
@@ -1075,6 +1093,7 @@ static const struct call {
 	{"pwritev2", c_pwritev2, 2, "FILE TEXT"},
 	{"pwritev64v2", c_pwritev64v2, 2, "FILE TEXT"},
 	{"fcntl", c_fcntl, 2, "FILE TEXT"},
+	{"bind", c_bind, 1, "PATH"},
 	{"fcntl64", c_fcntl64, 2, "FILE TEXT"},
 	{"chmod", c_chmod, 2, "PATH MODE"},
 	{"fchmod", c_fchmod, 2, "FILE MODE"},
