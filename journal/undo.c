@@ -376,14 +376,12 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 		if (exists && stat(obj, &so) == 0 && so.st_ino == sb.st_ino && so.st_dev == sb.st_dev)
 			return; /* linked by an interrupted earlier attempt (a journal copied
 				 * elsewhere keeps the objects, not their inode numbers) */
-		if (!exists) {
-			rc = bbx_uop_link(&c->u, obj, r->path);
-		} else {
-			tmp_beside(r->path, tmp, sizeof tmp);
-			rc = bbx_uop_link(&c->u, obj, tmp);
-			if (!rc)
-				rc = install(c, tmp, r->path);
-		}
+		/* The object IS the inode: move it back into place (rename over whatever is
+		 * there, which the undo's own journal keeps).  A link would leave the inode
+		 * one link too many for as long as the journal exists; the move leaves link
+		 * counts exactly as they were, and the undo's RENAME record moves the object
+		 * back into objects/ should the undo itself be undone. */
+		rc = bbx_uop_rename(&c->u, obj, r->path, 0);
 		if (rc == -EXDEV || rc == -EPERM || rc == -EMLINK)
 			action = BBX_UNDO_RESTORE_COPY; /* objects on another fs now: copy */
 		else

@@ -62,11 +62,6 @@ int bbx_uop_rename(struct bbx_uops *u, const char *from, const char *to, unsigne
 		return r_ < 0 ? -e_ : 0;                                                    \
 	} while (0)
 
-int bbx_uop_link(struct bbx_uops *u, const char *obj, const char *path)
-{
-	CREATE_OP(path, BBX_KIND_HARDLINK, 0, obj, link(obj, path));
-}
-
 int bbx_uop_mkdir(struct bbx_uops *u, const char *path, mode_t mode)
 {
 	CREATE_OP(path, BBX_KIND_DIR, mode, NULL, mkdir(path, mode));

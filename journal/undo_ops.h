@@ -20,7 +20,6 @@ struct bbx_uops {
 int bbx_uop_unlink(struct bbx_uops *u, const char *path);
 int bbx_uop_rmdir(struct bbx_uops *u, const char *path);
 int bbx_uop_rename(struct bbx_uops *u, const char *from, const char *to, unsigned flags);
-int bbx_uop_link(struct bbx_uops *u, const char *obj, const char *path);
 int bbx_uop_mkdir(struct bbx_uops *u, const char *path, mode_t mode);
 int bbx_uop_symlink(struct bbx_uops *u, const char *target, size_t tlen, const char *path);
 int bbx_uop_mknod(struct bbx_uops *u, const char *path, mode_t mode, dev_t rdev);
