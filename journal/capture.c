@@ -585,6 +585,27 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	return rc;
 }
 
+int bbx_cap_remove_alias(struct bbx_run *run, const char *op, const char *path,
+			 const char *other)
+{
+	if (!bbx_scratch())
+		return -ENOMEM;
+	struct stat sb, so;
+	if (in_journal_dir(run, path) || k_lstat(path, &sb) < 0 || S_ISDIR(sb.st_mode) ||
+	    k_lstat(other, &so) < 0 || so.st_ino != sb.st_ino || so.st_dev != sb.st_dev)
+		return bbx_cap_remove(run, op, path);
+	int rc = cap_parent(run, op, path);
+	if (rc)
+		return rc;
+	struct bbx_enc e;
+	begin(&e, BBX_REC_PRESERVE, op, path);
+	bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sb.st_mode));
+	bbx_enc_u32(&e, BBX_T_HOW, BBX_HOW_ALIAS);
+	bbx_enc_str(&e, BBX_T_PATH2, other);
+	enc_stat(&e, &sb);
+	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+}
+
 int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const char *to,
 		   unsigned flags)
 {

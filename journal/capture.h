@@ -62,6 +62,12 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 /* Before unlink/remove/rmdir of path, or before path is replaced by a rename. */
 int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path);
 
+/* Before removing path, a name whose inode also lives on as other: nothing is lost, so
+ * nothing is kept but that other name (PRESERVE how=alias).  Falls back to
+ * bbx_cap_remove() when other is not the same inode. */
+int bbx_cap_remove_alias(struct bbx_run *run, const char *op, const char *path,
+			 const char *other);
+
 /* Before rename(from, to) with renameat2 flags. */
 int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const char *to,
 		   unsigned flags);

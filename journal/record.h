@@ -88,6 +88,7 @@ enum bbx_how {
 	BBX_HOW_REFLINK = 3, /* object shares extents with the original (FICLONE) */
 	BBX_HOW_INLINE = 4,  /* everything needed is in the record (symlink, special) */
 	BBX_HOW_LOST = 5,    /* could not be kept and the policy allowed it: unrecoverable */
+	BBX_HOW_ALIAS = 6,   /* another name of the same inode survives: PATH2 names it */
 };
 
 enum bbx_meta_mask {

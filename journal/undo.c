@@ -28,8 +28,8 @@ const char *bbx_undo_action_name(int a)
 {
 	static const char *const n[] = {"skip", "remove", "restore-link", "restore-copy",
 					"restore-inline", "truncate", "mkdir", "rename-back",
-					"meta", "dirmeta", "lost"};
-	return a >= 0 && a <= BBX_UNDO_LOST ? n[a] : "?";
+					"meta", "dirmeta", "lost", "restore-alias"};
+	return a >= 0 && a <= BBX_UNDO_RESTORE_ALIAS ? n[a] : "?";
 }
 
 static int action_of(const struct bbx_rec *r)
@@ -42,6 +42,7 @@ static int action_of(const struct bbx_rec *r)
 		case BBX_HOW_COPY: case BBX_HOW_REFLINK: return BBX_UNDO_RESTORE_COPY;
 		case BBX_HOW_INLINE: return BBX_UNDO_RESTORE_INLINE;
 		case BBX_HOW_LOST: return BBX_UNDO_LOST;
+		case BBX_HOW_ALIAS: return BBX_UNDO_RESTORE_ALIAS;
 		}
 		return BBX_UNDO_SKIP; /* how=none: covered by an earlier capture */
 	case BBX_REC_SIZE: return BBX_UNDO_TRUNCATE;
@@ -348,7 +349,13 @@ static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_u
 			}
 		}
 	}
-	int rc = S_ISDIR(sb.st_mode) ? bbx_uop_rmdir(&c->u, r->path) : bbx_uop_unlink(&c->u, r->path);
+	/* A hard link the run made: its inode lives on under the name it was linked from,
+	 * so the undo keeps no object for it (an object would be one link too many on an
+	 * inode still in the tree). */
+	int rc = S_ISDIR(sb.st_mode) ? bbx_uop_rmdir(&c->u, r->path)
+		 : r->kind == BBX_KIND_HARDLINK && r->path2
+			 ? bbx_uop_unlink_alias(&c->u, r->path, r->path2)
+			 : bbx_uop_unlink(&c->u, r->path);
 	if (rc == -ENOTEMPTY || rc == -EEXIST) {
 		move_aside(c, r->path, "holds entries this run did not create");
 		return;
@@ -367,6 +374,24 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 	int exists = lstat(r->path, &sb) == 0;
 	char obj[PATH_MAX + 64], tmp[PATH_MAX + 32];
 	int rc = 0;
+	if (action == BBX_UNDO_RESTORE_ALIAS) {
+		if (exists && ino_same(&c->alias, sb.st_ino, r->st.ino))
+			return;
+		struct stat so;
+		if (!r->path2 || lstat(r->path2, &so) < 0 || !ino_same(&c->alias, so.st_ino, r->st.ino)) {
+			rc = -ENOENT; /* the surviving name is gone: nothing to link from */
+			goto out;
+		}
+		if (!exists) {
+			rc = bbx_uop_link(&c->u, r->path2, r->path);
+		} else {
+			tmp_beside(r->path, tmp, sizeof tmp);
+			rc = bbx_uop_link(&c->u, r->path2, tmp);
+			if (!rc)
+				rc = install(c, tmp, r->path);
+		}
+		goto out;
+	}
 	if (action == BBX_UNDO_RESTORE_LINK) {
 		if (exists && ino_same(&c->alias, sb.st_ino, r->st.ino))
 			return; /* the kept inode is already there */
@@ -782,7 +807,8 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 			case BBX_UNDO_REMOVE: do_remove(&c, &rec, st); break;
 			case BBX_UNDO_RESTORE_LINK:
 			case BBX_UNDO_RESTORE_COPY:
-			case BBX_UNDO_RESTORE_INLINE: do_restore(&c, &rec, st->action); break;
+			case BBX_UNDO_RESTORE_INLINE:
+			case BBX_UNDO_RESTORE_ALIAS: do_restore(&c, &rec, st->action); break;
 			case BBX_UNDO_TRUNCATE: do_truncate(&c, &rec); break;
 			case BBX_UNDO_MKDIR: do_mkdir(&c, &rec); break;
 			case BBX_UNDO_RENAME_BACK: do_rename_back(&c, &rec); break;

@@ -35,6 +35,7 @@ enum bbx_undo_action {
 	BBX_UNDO_META,           /* META: old mode, owner, times, xattr */
 	BBX_UNDO_DIRMETA,        /* DIRMETA: applied in the final pass */
 	BBX_UNDO_LOST,           /* PRESERVE how=lost: cannot be restored, reported */
+	BBX_UNDO_RESTORE_ALIAS,  /* PRESERVE how=alias: link the surviving name back */
 };
 
 struct bbx_undo_step {

@@ -62,6 +62,21 @@ int bbx_uop_rename(struct bbx_uops *u, const char *from, const char *to, unsigne
 		return r_ < 0 ? -e_ : 0;                                                    \
 	} while (0)
 
+int bbx_uop_unlink_alias(struct bbx_uops *u, const char *path, const char *other)
+{
+	if (u->dry_run)
+		return 0;
+	int rc = bbx_cap_remove_alias(u->run, OP, path, other);
+	if (rc)
+		return rc;
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+int bbx_uop_link(struct bbx_uops *u, const char *existing, const char *path)
+{
+	CREATE_OP(path, BBX_KIND_HARDLINK, 0, existing, link(existing, path));
+}
+
 int bbx_uop_mkdir(struct bbx_uops *u, const char *path, mode_t mode)
 {
 	CREATE_OP(path, BBX_KIND_DIR, mode, NULL, mkdir(path, mode));

@@ -20,6 +20,10 @@ struct bbx_uops {
 int bbx_uop_unlink(struct bbx_uops *u, const char *path);
 int bbx_uop_rmdir(struct bbx_uops *u, const char *path);
 int bbx_uop_rename(struct bbx_uops *u, const char *from, const char *to, unsigned flags);
+/* Removes path, another name of an inode that survives as other (keeps no object). */
+int bbx_uop_unlink_alias(struct bbx_uops *u, const char *path, const char *other);
+/* A new name path for the inode at existing. */
+int bbx_uop_link(struct bbx_uops *u, const char *existing, const char *path);
 int bbx_uop_mkdir(struct bbx_uops *u, const char *path, mode_t mode);
 int bbx_uop_symlink(struct bbx_uops *u, const char *target, size_t tlen, const char *path);
 int bbx_uop_mknod(struct bbx_uops *u, const char *path, mode_t mode, dev_t rdev);

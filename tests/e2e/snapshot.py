@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """snapshot.py DIR - print one line per path under DIR (DIR itself included):
 relative path, type, mode, uid, gid, size, sha256 (regular files), link target
-(symlinks), mtime in ns, rdev (devices).
+(symlinks), mtime in ns, rdev (devices), and the link count of non-directories (so an
+undo that leaves a stray hard link somewhere - in its journal, say - shows).
 Sorted, so two snapshots of identical trees are byte-identical."""
 import hashlib, os, stat, sys
 
@@ -22,9 +23,10 @@ def line(root, p):
     elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
         extra = "rdev=%d" % st.st_rdev
     mtime = str(st.st_mtime_ns)
-    return "%s\t%o\t%o\t%d\t%d\t%d\t%s\t%s" % (
+    links = "-" if stat.S_ISDIR(st.st_mode) else str(st.st_nlink)
+    return "%s\t%o\t%o\t%d\t%d\t%d\t%s\t%s\tnlink=%s" % (
         rel, kind >> 12, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid,
-        st.st_size if not stat.S_ISDIR(st.st_mode) else 0, mtime, extra)
+        st.st_size if not stat.S_ISDIR(st.st_mode) else 0, mtime, extra, links)
 
 def main():
     root = sys.argv[1]
