@@ -15,3 +15,6 @@ EXTRA_DIST += tests/e2e/t-signal.sh
 # adversarial round trips: minimal reproductions of known failures, and hard cases
 TESTS += tests/e2e/t-rt-adversarial.sh
 EXTRA_DIST += tests/e2e/t-rt-adversarial.sh
+# LD_PRELOAD alone, the state directory and its latest link
+TESTS += tests/e2e/t-preload.sh
+EXTRA_DIST += tests/e2e/t-preload.sh
