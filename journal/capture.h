@@ -102,10 +102,12 @@ int bbx_cap_note(struct bbx_run *run, const char *op, const char *path, const ch
  * 4 KiB of names and 4 KiB per value; allocation-free. */
 void bbx_copy_xattrs(int from, int to);
 
-/* Builds an absolute path: path itself if absolute, else relative to dirfd (AT_FDCWD:
- * the cwd).  "." components and repeated slashes are dropped; ".." is kept (the kernel
- * resolves it the same way at undo time, since backward replay restores the tree it
- * walked).  Returns 0 or -errno. */
+/* (path.c) Builds an absolute path: path itself if absolute, else relative to dirfd
+ * (AT_FDCWD: the cwd).  "." components and repeated slashes are dropped.  When the
+ * directory part holds ".." or a magic link (/proc/..., /dev/fd/...), it is replaced by
+ * the kernel's name for that directory (opened O_PATH): the directory ".." names may be
+ * renamed or removed later in the run, and a magic link would mean something else to
+ * bbx-undo.  The last component is kept as given.  Returns 0 or -errno. */
 int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap);
 /* Path of an open descriptor via /proc/self/fd.  Returns 0 or -errno. */
 int bbx_path_fd(int fd, char *out, size_t cap);

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * path.c - absolute paths for the journal.  A record must name what a call reaches in
+ * a form that still means the same thing when bbx-undo (another process, in another
+ * directory, after the tree was walked backward) reads it: relative paths are joined to
+ * the cwd or to their directory descriptor, and ".." or magic links (/proc/self/cwd,
+ * /dev/fd/N) in the directory part are resolved by the kernel.  Allocation-free: used
+ * by the shim's wrappers.
+ */
+#include "capture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int bbx_path_fd(int fd, char *out, size_t cap)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(p, out, cap - 1);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= cap - 1)
+		return -ENAMETOOLONG;
+	out[n] = 0;
+	return out[0] == '/' ? 0 : -EBADF; /* sockets, pipes, anon inodes */
+}
+
+/* Where the parent of out (an absolute path) really is, when it cannot be taken
+ * literally: ".." (the directory it names may be renamed or removed later in the run,
+ * and the replay walks the tree backward), or a magic link such as /proc/self/cwd or
+ * /dev/fd/N (which undo, another process, would resolve to itself).  The parent is
+ * opened O_PATH and named by the kernel; the last component is kept as it is, so a
+ * final symlink is still the call's to follow or not. */
+static int canon_parent(char *out, size_t cap)
+{
+	char *slash = strrchr(out, '/');
+	const char *last = slash + 1;
+	char tmp[PATH_MAX];
+	if (!strcmp(last, "..") || !strcmp(last, "."))
+		last = ""; /* the path names a directory: resolve all of it */
+	size_t plen = *last ? (size_t)(slash - out) : strlen(out);
+	if (plen >= sizeof tmp)
+		return -ENAMETOOLONG;
+	memcpy(tmp, out, plen);
+	tmp[plen] = 0;
+	int fd = open(plen ? tmp : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* the call fails the same way: keep the literal path */
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	int rc = bbx_path_fd(fd, dir, sizeof dir);
+	close(fd);
+	if (rc)
+		return 0;
+	snprintf(name, sizeof name, "%s", last);
+	int n = snprintf(out, cap, "%s%s%s", dir, *name && strcmp(dir, "/") ? "/" : "", name);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
+{
+	size_t len = 0;
+	int dotdot = 0;
+	if (!path)
+		return -EFAULT;
+	if (path[0] != '/') {
+		int rc = 0;
+		if (dirfd == AT_FDCWD) {
+			if (!getcwd(out, cap))
+				rc = -errno;
+		} else {
+			rc = bbx_path_fd(dirfd, out, cap);
+		}
+		if (rc)
+			return rc;
+		len = strlen(out);
+	}
+	/* Append path component by component, dropping "" and "." components. */
+	const char *s = path;
+	while (*s) {
+		while (*s == '/')
+			s++;
+		const char *c = s;
+		while (*s && *s != '/')
+			s++;
+		size_t cl = (size_t)(s - c);
+		if (cl == 0 || (cl == 1 && c[0] == '.'))
+			continue;
+		dotdot |= cl == 2 && c[0] == '.' && c[1] == '.';
+		if (len > 0 && out[len - 1] == '/')
+			len--;
+		if (len + 1 + cl + 1 > cap)
+			return -ENAMETOOLONG;
+		out[len++] = '/';
+		memcpy(out + len, c, cl);
+		len += cl;
+	}
+	if (len == 0)
+		out[len++] = '/';
+	out[len] = 0;
+	/* The common case costs nothing more; the rest is resolved by the kernel. */
+	if (dotdot || !strncmp(out, "/proc/", 6) || !strncmp(out, "/dev/fd/", 8))
+		return canon_parent(out, cap);
+	return 0;
+}
