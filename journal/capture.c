@@ -109,6 +109,25 @@ static int is_journal_dir(const struct bbx_run *run, const struct stat *sb)
 		(sb->st_dev == run->odev && sb->st_ino == run->oino));
 }
 
+/* Shards of objects/ carry the sticky bit (mode 01700), which user directories almost
+ * never have: a cheap filter before the one stat that proves it (the parent is
+ * objects/), whatever name or symlink the path reached the shard by. */
+#define SHARD_MODE 01700
+
+/* dir (whose stat is sb) is the journal directory, objects/, or one of its shards. */
+static int is_protected_dir(const struct bbx_run *run, const char *dir, const struct stat *sb)
+{
+	if (is_journal_dir(run, sb))
+		return 1;
+	if (!S_ISDIR(sb->st_mode) || !(sb->st_mode & S_ISVTX) || sb->st_dev != run->odev)
+		return 0;
+	char up[PATH_MAX];
+	struct stat ub;
+	int n = snprintf(up, sizeof up, "%s/..", dir);
+	return n > 0 && (size_t)n < sizeof up && k_stat(up, &ub) == 0 &&
+	       ub.st_dev == run->odev && ub.st_ino == run->oino;
+}
+
 /* Is the entry at path inside the journal directory (or that directory itself)?  By
  * identity of its parent directory, so "..", symlinked directories and other spellings
  * are caught, not only the literal prefix. */
@@ -126,9 +145,9 @@ static int protected_entry(const struct bbx_run *run, const char *path)
 	memcpy(parent, path, n);
 	parent[n] = 0;
 	struct stat sb;
-	if (k_stat(parent, &sb) == 0 && is_journal_dir(run, &sb))
+	if (k_stat(parent, &sb) == 0 && is_protected_dir(run, parent, &sb))
 		return 1;
-	return k_lstat(path, &sb) == 0 && is_journal_dir(run, &sb);
+	return k_lstat(path, &sb) == 0 && is_protected_dir(run, path, &sb);
 }
 
 /* The path a following call (open, truncate) really reaches when path is a symlink:
@@ -182,7 +201,7 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 	struct stat sb;
 	if (k_stat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return 0; /* the call itself will fail */
-	if (is_journal_dir(run, &sb))
+	if (is_protected_dir(run, tls.tmp, &sb))
 		return -EACCES; /* never an entry of the run's own journal directory */
 	if (level_of(run, &sb) >= BBX_LVL_CONTENT)
 		return 0;
@@ -206,6 +225,19 @@ void bbx_copy_xattrs(int from, int to)
 	}
 }
 
+/* The shard directory of an object path, made on its first use. */
+static int make_shard(const char *objpath)
+{
+	char d[PATH_MAX];
+	const char *slash = strrchr(objpath, '/');
+	size_t n = slash ? (size_t)(slash - objpath) : 0;
+	if (!n || n >= sizeof d)
+		return -ENAMETOOLONG;
+	memcpy(d, objpath, n);
+	d[n] = 0;
+	return mkdir(d, SHARD_MODE) < 0 && errno != EEXIST ? -errno : 0;
+}
+
 /* Copies srcfd's content into a new object; reflinks where the filesystem can. */
 static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, uint64_t size, int *how)
 {
@@ -213,6 +245,8 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, uint64_t 
 	if (rc)
 		return rc;
 	int out = open(tls.obj, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0 && errno == ENOENT && make_shard(tls.obj) == 0)
+		out = open(tls.obj, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (out < 0)
 		return -errno;
 	bbx_copy_xattrs(srcfd, out); /* a copy is a new inode: it must carry them */
@@ -302,8 +336,8 @@ static int preserve_content(struct bbx_run *run, const char *op, const char *pat
 	begin(&e, BBX_REC_PRESERVE, op, path);
 	bbx_enc_u32(&e, BBX_T_KIND, BBX_KIND_FILE);
 	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
-	char name[24];
-	snprintf(name, sizeof name, "%llu", (unsigned long long)seq);
+	char name[32];
+	bbx_run_object_name(seq, name, sizeof name);
 	bbx_enc_str(&e, BBX_T_OBJECT, name);
 	enc_stat(&e, sb);
 	rc = bbx_run_emit(run, &e, seq);
@@ -521,7 +555,7 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	struct stat sb;
 	if (k_lstat(path, &sb) < 0)
 		return 0;
-	if (is_journal_dir(run, &sb))
+	if (is_protected_dir(run, path, &sb))
 		return -EACCES;
 	int rc = cap_parent(run, op, path);
 	if (rc)
@@ -556,7 +590,11 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		 * later rename-back still recognises it by inode number. */
 		if ((rc = bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj)))
 			return rc;
-		if (bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0) == 0) {
+		int lk = bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0);
+		if (lk < 0 && errno == ENOENT && k_lstat(path, &(struct stat){0}) == 0 &&
+		    make_shard(tls.obj) == 0)
+			lk = bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0);
+		if (lk == 0) {
 			how = BBX_HOW_LINK;
 		} else if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
 			return -errno;
@@ -570,8 +608,8 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 				return rc;
 		} /* else inline: the target or type and rdev are in the record */
 		if (how != BBX_HOW_INLINE) {
-			char name[24];
-			snprintf(name, sizeof name, "%llu", (unsigned long long)seq);
+			char name[32];
+			bbx_run_object_name(seq, name, sizeof name);
 			bbx_enc_str(&e, BBX_T_OBJECT, name);
 		}
 	}
@@ -618,7 +656,7 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 	struct stat sf, st;
 	if (k_lstat(from, &sf) < 0)
 		return 0;
-	if (is_journal_dir(run, &sf))
+	if (is_protected_dir(run, from, &sf))
 		return -EACCES;
 	int rc = cap_parent(run, op, from);
 	if (!rc)
@@ -728,7 +766,7 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 	}
 	if (pseudo_fs(path))
 		return 0;
-	if (protected_entry(run, path) || is_journal_dir(run, &sb))
+	if (protected_entry(run, path) || is_protected_dir(run, path, &sb))
 		return -EACCES;
 	struct bbx_enc e;
 	begin(&e, BBX_REC_META, op, path);

@@ -54,7 +54,11 @@ extern __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec
 /* Fills the header (times, pid, uid) and appends.  Returns 0 or -errno. */
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 
-/* objects/<seq> path of this run. */
+/* Objects live in 256 shard directories, objects/<seq & 0xff, 2 hex digits>/<seq>,
+ * made on first use: a link into a small directory is several times cheaper on ext4
+ * than into one holding every pre-image of a big run.  The record names the object by
+ * its path under objects/ ("3f/12351"). */
+int bbx_run_object_name(uint64_t seq, char *out, size_t cap);
 int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size_t cap);
 
 /* Appends "key=value\n" to DIR/meta.  Returns 0 or -errno. */

@@ -536,7 +536,8 @@ static void cctx_free(struct cctx *c)
 	free(c);
 }
 
-/* Names in objects/. */
+/* Names of the objects under objects/, as records name them ("ab/123"): objects live
+ * in shard directories; an empty shard directory is not an object. */
 static int list_objects(const struct cctx *c, char names[][32], int max)
 {
 	DIR *d = opendir(c->objects);
@@ -546,9 +547,19 @@ static int list_objects(const struct cctx *c, char names[][32], int max)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		ck_assert_int_lt(n, max);
-		ck_assert_uint_lt(strlen(de->d_name), 32);
-		snprintf(names[n++], 32, "%.31s", de->d_name);
+		char sub[PATH_MAX + 512];
+		snprintf(sub, sizeof sub, "%s/%s", c->objects, de->d_name);
+		DIR *sd = opendir(sub);
+		ck_assert_msg(sd != NULL, "objects/%s is not a shard directory", de->d_name);
+		struct dirent *se;
+		while ((se = readdir(sd))) {
+			if (!strcmp(se->d_name, ".") || !strcmp(se->d_name, ".."))
+				continue;
+			ck_assert_int_lt(n, max);
+			ck_assert_uint_lt(strlen(de->d_name) + 1 + strlen(se->d_name), 32);
+			snprintf(names[n++], 32, "%.2s/%.28s", de->d_name, se->d_name);
+		}
+		closedir(sd);
 	}
 	closedir(d);
 	return n;
