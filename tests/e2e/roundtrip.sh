@@ -154,3 +154,9 @@ rt_oldtimes() {
 
 # rt_done: print the plan (the number of cases run) and exit 1 if any failed.
 rt_done() { plan "$T_N"; finish; }
+
+# same_inode A B DESC: A and B are one inode (hard links), not two equal files.
+same_inode() {
+	if [ "$1" -ef "$2" ]; then ok 0 "$3"; else
+		diag "$(stat -c '%n inode %i links %h' "$1" "$2" 2>&1)"; ok 1 "$3"; fi
+}

@@ -30,10 +30,6 @@ trap 'rm -rf "$T_TMP" ${XD:+"$XD"}' EXIT
 # rt_journal from roundtrip.sh, with the directory choosable (RT_JDIR).
 rt_journal() { mktemp -u "${RT_JDIR:-$T_TMP}/journal.XXXXXX"; }
 
-same_inode() {
-	if [ "$1" -ef "$2" ]; then ok 0 "$3"; else
-		diag "$(stat -c '%n inode %i links %h' "$1" "$2" 2>&1)"; ok 1 "$3"; fi
-}
 
 # ======================================================================================
 # Part 1 - reproductions of the bugs found (fixed unless marked TODO)

@@ -117,10 +117,6 @@ rt_case "dd conv=notrunc" "$W" \
 
 # Hard links: the pair hl/a, hl/b is one inode with two names.  After undo it must be
 # one inode again, not two files with equal content.
-same_inode() {
-	if [ "$1" -ef "$2" ]; then ok 0 "$3"; else
-		diag "$(stat -c '%n inode %i links %h' "$1" "$2" 2>&1)"; ok 1 "$3"; fi
-}
 
 W=$(ws)
 rt_case "hard link modified in place" "$W" \
