@@ -19,12 +19,10 @@
 #define PUNCH_MODES (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_COLLAPSE_RANGE | \
 		     FALLOC_FL_INSERT_RANGE)
 
-/* Captures; returns 0 or -errno, guard held. */
+/* Captures (guard held, journal usable); returns 0 or -errno. */
 static int cap_resize(const char *op, const char *path, int fd, int64_t newlen, int punch)
 {
-	int rc = bbx_usable();
-	if (!rc && path)
-		rc = bbx_path_abs(AT_FDCWD, path, bbx_tp.a, PATH_MAX);
+	int rc = path ? bbx_path_abs(AT_FDCWD, path, bbx_tp.a, PATH_MAX) : 0;
 	if (!rc)
 		rc = bbx_cap_resize(&bbx_run, op, path ? bbx_tp.a : NULL, fd, newlen, punch);
 	return rc;
@@ -71,7 +69,9 @@ BBX_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
 		int saved_;                                                                 \
 		if (!bbx_enter(&saved_))                                                    \
 			return realcall;                                                    \
-		int rc_ = cap_resize(opname, NULL, (fd), (off) + (len), 0);                 \
+		int rc_ = bbx_usable();                                                     \
+		if (!rc_)                                                                   \
+			rc_ = cap_resize(opname, NULL, (fd), (off) + (len), 0);             \
 		if (rc_) {                                                                  \
 			bbx_leave(saved_);                                                  \
 			return -rc_;                                                        \
