@@ -71,7 +71,8 @@ const char *bbx_kind_name(int kind)
 const char *bbx_rec_type_name(int type)
 {
 	static const char *const n[] = {"?", "EXEC", "CREATE", "PRESERVE", "SIZE", "RMDIR",
-					"RENAME", "META", "DIRMETA", "RESULT", "FINAL", "SEAL", "NOTE"};
+					"RENAME", "META", "DIRMETA", "RESULT", "FINAL", "SEAL", "NOTE",
+					"DENY", "PROC", "EXIT", "NET", "RESOLVE"};
 	return type > 0 && type <= BBX_REC_TYPE_MAX ? n[type] : "?";
 }
 
@@ -251,6 +252,16 @@ int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 		case BBX_T_TEXT: rc = dec_str(v, n, &r->text); break;
 		case BBX_T_XNAME: rc = dec_str(v, n, &r->xname); break;
 		case BBX_T_EXE: rc = dec_str(v, n, &r->exe); break;
+		case BBX_T_RULE: rc = dec_str(v, n, &r->rule); break;
+		case BBX_T_REASON: rc = dec_str(v, n, &r->reason); break;
+		case BBX_T_ADDR: rc = dec_str(v, n, &r->addr); break;
+		case BBX_T_HOST: rc = dec_str(v, n, &r->host); break;
+		case BBX_T_ENV:
+			if (n && v[n - 1] != 0)
+				return -EBADMSG;
+			r->env = (const char *)v;
+			r->env_len = n;
+			break;
 		case BBX_T_TARGET: r->target = (const char *)v; r->target_len = n; break;
 		case BBX_T_ARGV:
 			if (n && v[n - 1] != 0)
@@ -266,7 +277,7 @@ int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 			r->has_stat = true;
 			break;
 		case BBX_T_SIZE: case BBX_T_REF: case BBX_T_DEV: case BBX_T_INO:
-		case BBX_T_RET: case BBX_T_COUNT: {
+		case BBX_T_RET: case BBX_T_COUNT: case BBX_T_PID: case BBX_T_CHAIN: {
 			if (n != 8)
 				return -EBADMSG;
 			uint64_t x = get64(v);
@@ -275,10 +286,13 @@ int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 			else if (tag == BBX_T_DEV) r->dev = x;
 			else if (tag == BBX_T_INO) { r->ino = x; r->has_ino = true; }
 			else if (tag == BBX_T_COUNT) r->count = x;
+			else if (tag == BBX_T_PID) { r->pid = x; r->has_pid = true; }
+			else if (tag == BBX_T_CHAIN) { r->chain = x; r->has_chain = true; }
 			else { r->ret = (int64_t)x; r->has_ret = true; }
 			break;
 		}
-		case BBX_T_KIND: case BBX_T_HOW: case BBX_T_FLAGS: case BBX_T_MASK: case BBX_T_ERR: {
+		case BBX_T_KIND: case BBX_T_HOW: case BBX_T_FLAGS: case BBX_T_MASK: case BBX_T_ERR:
+		case BBX_T_DECISION: case BBX_T_CLASS: case BBX_T_STATUS: case BBX_T_ACCESS: {
 			if (n != 4)
 				return -EBADMSG;
 			uint32_t x = get32(v);
@@ -286,6 +300,10 @@ int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 			else if (tag == BBX_T_HOW) r->how = x;
 			else if (tag == BBX_T_FLAGS) r->flags = x;
 			else if (tag == BBX_T_MASK) r->mask = x;
+			else if (tag == BBX_T_DECISION) { r->decision = x; r->has_decision = true; }
+			else if (tag == BBX_T_CLASS) r->klass = x;
+			else if (tag == BBX_T_STATUS) { r->status = x; r->has_status = true; }
+			else if (tag == BBX_T_ACCESS) r->access = x;
 			else r->err = (int32_t)x;
 			break;
 		}

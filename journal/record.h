@@ -38,7 +38,12 @@ enum bbx_rec_type {
 	BBX_REC_FINAL = 10,   /* state of a touched path when the run ended (seal) */
 	BBX_REC_SEAL = 11,    /* the run ended; FINAL records precede it */
 	BBX_REC_NOTE = 12,    /* free text: warnings, undo markers */
-	BBX_REC_TYPE_MAX = 12
+	BBX_REC_DENY = 13,    /* a call the policy refused (or, in audit mode, would have) */
+	BBX_REC_PROC = 14,    /* a process's first record: its program, argv and cwd */
+	BBX_REC_EXIT = 15,    /* a process ended: PID and wait STATUS (written by the reaper) */
+	BBX_REC_NET = 16,     /* an allowed egress: connect/sendto/sendmsg to ADDR */
+	BBX_REC_RESOLVE = 17, /* a name lookup: HOST and the ADDRs it resolved to */
+	BBX_REC_TYPE_MAX = 17
 };
 
 /* Field tags (TLV).  Unknown tags are skipped by readers: adding one is compatible. */
@@ -66,6 +71,41 @@ enum bbx_tag {
 	BBX_T_TEXT = 21,   /* str */
 	BBX_T_COUNT = 22,  /* u64 */
 	BBX_T_EXE = 23,    /* str: executable path as passed */
+	BBX_T_RULE = 24,     /* str: the rule that decided, "FILE:LINE [section] key = value" */
+	BBX_T_REASON = 25,   /* str: why, in words ("outside write roots") */
+	BBX_T_DECISION = 26, /* u32: enum bbx_decision */
+	BBX_T_CLASS = 27,    /* u32: enum bbx_class (exec rules) */
+	BBX_T_ADDR = 28,     /* str: "1.2.3.4:80", "[::1]:443", "unix:/path", "unix:@abstract" */
+	BBX_T_HOST = 29,     /* str: a host name as looked up */
+	BBX_T_PID = 30,      /* u64: the process a record is about (EXIT) */
+	BBX_T_STATUS = 31,   /* u32: raw wait status (EXIT) */
+	BBX_T_CHAIN = 32,    /* u64: trailer (XXH64) of the previous record in file order */
+	BBX_T_ENV = 33,      /* bytes: NAME=VALUE strings, NUL-terminated, back to back */
+	BBX_T_ACCESS = 34,   /* u32: enum bbx_access (what a DENY was about) */
+};
+
+enum bbx_decision {
+	BBX_DEC_ALLOW = 0,
+	BBX_DEC_LOG = 1,     /* allowed, and flagged for the log (exec "log" rules) */
+	BBX_DEC_DENY = 2,    /* refused */
+	BBX_DEC_AUDIT = 3,   /* would have been refused; mode = audit let it through */
+	BBX_DEC_ASK = 4,     /* reserved: approval */
+};
+
+enum bbx_class {
+	BBX_CLASS_NONE = 0,
+	BBX_CLASS_SAFE = 1,
+	BBX_CLASS_RISKY = 2,
+	BBX_CLASS_DANGEROUS = 3,
+	BBX_CLASS_DESTRUCTIVE = 4,
+};
+
+enum bbx_access {
+	BBX_ACC_WRITE = 1,   /* any mutation of a path */
+	BBX_ACC_READ = 2,    /* open for reading, opendir, stat, readlink */
+	BBX_ACC_EXEC = 3,
+	BBX_ACC_CONNECT = 4, /* connect, sendto, sendmsg, sendmmsg */
+	BBX_ACC_SYSCALL = 5, /* syscall()/io_uring refused */
 };
 
 enum bbx_kind {
@@ -146,6 +186,11 @@ struct bbx_rec {
 	uint32_t len;
 	struct bbx_rec_hdr h;
 	const char *op, *path, *path2, *object, *cwd, *text, *xname, *exe;
+	const char *rule, *reason, *addr, *host;
+	const char *env; size_t env_len; /* NUL-separated NAME=VALUE */
+	uint64_t pid, chain;
+	bool has_pid, has_status, has_chain, has_decision;
+	uint32_t decision, klass, status, access;
 	const char *target; size_t target_len;
 	const char *argv; size_t argv_len; /* NUL-separated */
 	const void *xvalue; size_t xvalue_len; bool has_xvalue;
