@@ -168,6 +168,20 @@ static inline int bbx_usable(void)
 		return r_;                                                                  \
 	} while (0)
 
+/* policy (shim/policy.c).  bbx_policy(): the run's compiled policy, mapped on first use;
+ * NULL when the run has none (journaling only).  Guard held for all of these. */
+struct bbx_pol_hdr;
+struct bbx_pol_verdict;
+const struct bbx_pol_hdr *bbx_policy(void);
+/* Reports a decision other than a plain allow: a DENY record (decision deny or audit)
+ * naming op, the access (enum bbx_access), the target (path/path2, or addr/host, or
+ * argv for exec) and the rule, plus the one-line stderr explanation (rate-limited,
+ * [general] explain).  Returns 0 when the call may go ahead (audit, log), else the
+ * -errno to refuse it with. */
+int bbx_pol_report(const char *op, int access, const char *path, const char *path2,
+		   const char *addr, const char *host, char *const argv[],
+		   const struct bbx_pol_verdict *v);
+
 /* exec support (env.c) */
 #define BBX_ENV_EXTRA 4
 #define BBX_ENV_SCRATCH (2 * PATH_MAX)

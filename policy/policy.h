@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * policy.h - the compiled policy: its binary form, the compiler (tools only) and the
+ * matcher (shim and tools).
+ *
+ * policy.ini is parsed once per run, by bbx-run (or bbx-policy), with inih; the result
+ * is one position-independent blob written to the run directory (J/policy) and mapped
+ * read-only by every process of the run.  No process of the agent parses INI text or
+ * loads libinih (issue 3: "parse once per run and give every process the compiled form").
+ *
+ * Blob layout (little-endian, as the host: the blob never leaves the machine):
+ *   struct bbx_pol_hdr
+ *   struct bbx_pol_rule   rules[n_rules]     (in file order within each section; the
+ *                                              built-in exec rules after the file's)
+ *   struct bbx_pol_inode  inodes[n_inodes]   (sorted by dev, then ino)
+ *   char                  strings[strings_len] (NUL-terminated strings; offset 0 = "")
+ * All offsets are from the start of the blob.  bbx_pol_check() validates every offset,
+ * so a matcher never reads outside the mapping.
+ *
+ * Precedence (the man page bbx-policy(5) states the same, one sentence per section):
+ *   [general] mode: safe refuses every mutation; audit decides and records everything
+ *             but refuses nothing; enforce refuses what the rules below refuse.
+ *   [paths]   a mutation is allowed only if its resolved target is under a write root
+ *             and under no protect entry; deny_read refuses reading (and listing,
+ *             stat, readlink, exec) and beats everything; the journal directory is
+ *             always protected.
+ *   [network] deny rules beat allow rules; an address no allow rule matches is refused.
+ *   [exec]    the first rule whose glob matches the command line decides (the file's
+ *             rules in file order, then the built-in ones); no match allows (class safe).
+ */
+#ifndef BBX_POLICY_H
+#define BBX_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#define BBX_POL_MAGIC 0x4c4f5042u /* "BPOL" */
+#define BBX_POL_VERSION 1
+#define BBX_POL_FILE "policy" /* name of the compiled blob in a run directory */
+
+enum bbx_pol_mode { BBX_MODE_ENFORCE = 0, BBX_MODE_AUDIT = 1, BBX_MODE_SAFE = 2 };
+/* Actions: exec rules use all; network rules allow/deny; [exec] static allow/warn/deny. */
+enum bbx_pol_action {
+	BBX_ACT_ALLOW = 0,
+	BBX_ACT_LOG = 1,
+	BBX_ACT_DENY = 2,
+	BBX_ACT_ASK = 3,  /* reserved (approval issue); treated as deny until then */
+	BBX_ACT_WARN = 4, /* [exec] static only */
+};
+
+/* What a rule is (bbx_pol_rule.section). */
+enum bbx_pol_sect {
+	BBX_PS_WRITE = 1,       /* [paths] write */
+	BBX_PS_PROTECT = 2,     /* [paths] protect */
+	BBX_PS_DENY_READ = 3,   /* [paths] deny_read */
+	BBX_PS_NET_ALLOW = 4,   /* [network] allow */
+	BBX_PS_NET_DENY = 5,    /* [network] deny */
+	BBX_PS_EXEC = 6,        /* [exec] deny/log/allow/ask (action says which) */
+	BBX_PS_REDACT_ENV = 7,  /* [redact] env: glob over variable names */
+	BBX_PS_REDACT_ARGV = 8, /* [redact] argv: glob over one argv element */
+};
+
+/* Network rule kinds (bbx_pol_rule.kind). */
+enum bbx_pol_net_kind {
+	BBX_NK_V4 = 1,   /* addr[0..3], prefix 0..32, port (0 = any) */
+	BBX_NK_V6 = 2,   /* addr[0..15], prefix 0..128, port */
+	BBX_NK_UNIX = 3, /* value: socket path (glob); abstract sockets as "@name" */
+	BBX_NK_HOST = 4, /* value: host name (glob, lower case, e.g. "*.npmjs.org"), port */
+	BBX_NK_ANY = 5,  /* "*": every inet address (port may still be set) */
+};
+
+/* rule flags */
+#define BBX_RF_BUILTIN 1u /* from the built-in rules, not from a file */
+#define BBX_RF_PARTIAL 2u /* deny_read root whose inode set is incomplete (too many files) */
+#define BBX_RF_PREFIX 4u  /* exec: glob ends in '*' only (fast prefix compare) */
+
+struct bbx_pol_rule {
+	uint16_t section; /* enum bbx_pol_sect */
+	uint16_t action;  /* enum bbx_pol_action */
+	uint16_t klass;   /* enum bbx_class (record.h), exec rules */
+	uint16_t kind;    /* enum bbx_pol_net_kind, network rules */
+	uint32_t value;   /* string: path (absolute, resolved, no trailing '/'), glob, host */
+	uint32_t value_len;
+	uint32_t loc;     /* string: "policy.ini:12 [paths] write = /tmp" (built-ins:
+			     "built-in [exec] deny = rm -rf /") */
+	uint16_t port;    /* network: host byte order, 0 = any */
+	uint8_t prefix;   /* network: CIDR bits */
+	uint8_t flags;    /* BBX_RF_* */
+	uint8_t addr[16]; /* network: address, network byte order */
+};
+
+/* A deny_read inode: every file, directory and symlink under a deny_read root, listed
+ * at compile time (lstat walk, bounded), so an open/stat that reaches one through any
+ * indirection (symlink, "..", hard link, bind mount, /proc/self/root) is caught by its
+ * identity. */
+struct bbx_pol_inode {
+	uint64_t dev, ino;
+	uint32_t rule; /* index into rules[] */
+	uint32_t pad;
+};
+
+struct bbx_pol_hdr {
+	uint32_t magic, version;
+	uint32_t size;          /* of the whole blob */
+	uint32_t mode;          /* enum bbx_pol_mode */
+	uint32_t explain;       /* 1: one stderr line per refusal (rate-limited) */
+	uint32_t static_action; /* enum bbx_pol_action: allow, warn or deny */
+	uint32_t static_loc;    /* string: where static was set ("built-in" if default) */
+	uint32_t results_all;   /* [journal] results = all (1) | failures (0) */
+	uint32_t redact_fingerprint;
+	uint32_t n_rules, rules_off;
+	uint32_t n_inodes, inodes_off;
+	uint32_t strings_off, strings_len;
+	uint32_t src;           /* string: the policy file ("built-in" for the default) */
+	uint32_t workspace;     /* string: ${WORKSPACE} as expanded */
+	uint32_t n_write, n_protect, n_deny_read, n_net, n_exec; /* counts, for fast paths */
+	uint32_t reserved[9];
+};
+
+/* ---- matcher (policy/match.c): allocation-free, async-signal-safe, no syscalls ---- */
+
+/* Validates a blob of len bytes (magic, version, sizes, every offset and string).
+ * Returns 0 or -EINVAL. */
+int bbx_pol_check(const void *blob, size_t len);
+/* Maps the compiled policy file read-only (and checks it).  Returns 0 or -errno. */
+int bbx_pol_map(const char *path, const struct bbx_pol_hdr **out);
+
+static inline const char *bbx_pol_str(const struct bbx_pol_hdr *p, uint32_t off)
+{
+	return (const char *)p + p->strings_off + off;
+}
+static inline const struct bbx_pol_rule *bbx_pol_rules(const struct bbx_pol_hdr *p)
+{
+	return (const struct bbx_pol_rule *)((const char *)p + p->rules_off);
+}
+static inline const struct bbx_pol_inode *bbx_pol_inodes(const struct bbx_pol_hdr *p)
+{
+	return (const struct bbx_pol_inode *)((const char *)p + p->inodes_off);
+}
+
+/* The outcome of a decision. */
+struct bbx_pol_verdict {
+	int decision;                   /* enum bbx_decision (record.h) */
+	int err;                        /* errno to refuse with (0 when allowed) */
+	int klass;                      /* enum bbx_class */
+	const struct bbx_pol_rule *rule; /* NULL: decided by the mode or a default */
+	const char *reason;             /* static text: "outside write roots" */
+};
+
+/* A mutation of path (absolute, resolved by the caller: real parent directory, final
+ * symlink followed when the call follows it). */
+void bbx_pol_write(const struct bbx_pol_hdr *p, const char *path, struct bbx_pol_verdict *v);
+/* Reading path (absolute; lexical form or resolved). */
+void bbx_pol_read(const struct bbx_pol_hdr *p, const char *path, struct bbx_pol_verdict *v);
+/* Reading an object by identity (after open/stat).  True when the inode is denied. */
+bool bbx_pol_read_inode(const struct bbx_pol_hdr *p, uint64_t dev, uint64_t ino,
+			struct bbx_pol_verdict *v);
+/* An exec of the command line (argv joined by single spaces). */
+void bbx_pol_exec(const struct bbx_pol_hdr *p, const char *cmdline, struct bbx_pol_verdict *v);
+/* Egress to an address; host is the name it was resolved from (NULL if unknown). */
+void bbx_pol_net(const struct bbx_pol_hdr *p, const struct sockaddr *sa, socklen_t len,
+		 const char *host, struct bbx_pol_verdict *v);
+/* May this host name be looked up/connected at all (some rule could allow it)? */
+bool bbx_pol_host_allowed(const struct bbx_pol_hdr *p, const char *host);
+/* fnmatch-like glob ('*', '?', '[...]'), no allocation; flags: BBX_GLOB_CASEFOLD. */
+#define BBX_GLOB_CASEFOLD 1
+bool bbx_glob(const char *pat, const char *s, int flags);
+/* Is path equal to root or below it ("/a/b" is under "/a", "/ab" is not)? */
+bool bbx_path_under(const char *path, const char *root, size_t root_len);
+
+/* ---- compiler (policy/compile.c, policy/ini.c; tools only: mallocs, reads files) ---- */
+
+struct bbx_pol_vars {
+	const char *workspace, *home, *tmpdir, *uid; /* NULL: taken from the environment */
+};
+
+/* Finds the policy to use: explicit (--policy) if set, else $BBX_POLICY, else
+ * $XDG_CONFIG_HOME/bbx/policy.ini (or ~/.config/...), else /etc/bbx/policy.ini.
+ * Returns a malloc'd path, or NULL: use the built-in default. */
+char *bbx_pol_lookup(const char *explicit_path);
+/* Compiles an INI file (file == NULL: the built-in default).  On success returns 0 and
+ * a malloc'd blob in *blob/*len.  On error returns -1 with "FILE:LINE: what was
+ * expected" in err; nothing is half-applied. */
+int bbx_pol_compile(const char *file, const struct bbx_pol_vars *vars, void **blob,
+		    size_t *len, char *err, size_t errcap);
+/* Writes the blob to dir/policy (mode 0444, atomically). Returns 0 or -errno. */
+int bbx_pol_install(const char *dir, const void *blob, size_t len);
+/* The effective policy in INI form, variables expanded, with each rule's origin. */
+void bbx_pol_print(const struct bbx_pol_hdr *p, FILE *out);
+
+#endif
