@@ -70,6 +70,19 @@ void bbx_scratch_atfork_child(void)
  * already, so this cannot fail here. */
 #define tls (*scratch_tls)
 
+int (*bbx_cap_policy)(const char *op, const char *path, int fd, int follow);
+
+/* The policy's say, first thing in every capture (NULL in the tools: bbx-undo restores
+ * what the run was allowed to change). */
+#define POLICY(op, path, fd, follow)                                                        \
+	do {                                                                                \
+		if (bbx_cap_policy) {                                                       \
+			int prc_ = bbx_cap_policy((op), (path), (fd), (follow));            \
+			if (prc_)                                                           \
+				return prc_;                                                \
+		}                                                                           \
+	} while (0)
+
 static int in_journal_dir(const struct bbx_run *run, const char *path)
 {
 	return strncmp(path, run->dir, run->dirlen) == 0 &&
@@ -370,6 +383,7 @@ int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int ki
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	POLICY(op, path, -1, 0);
 	if (pseudo_fs(path))
 		return 0;
 	pend->seq = 0;
@@ -471,6 +485,7 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	POLICY(op, path, -1, !(oflags & O_NOFOLLOW) && (oflags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL));
 	pend->seq = 0;
 	int acc = oflags & O_ACCMODE;
 	int writes = acc != O_RDONLY || (oflags & O_TRUNC);
@@ -548,6 +563,7 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	POLICY(op, path, -1, 0);
 	if (pseudo_fs(path))
 		return 0;
 	if (in_journal_dir(run, path))
@@ -628,6 +644,7 @@ int bbx_cap_remove_alias(struct bbx_run *run, const char *op, const char *path,
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	POLICY(op, path, -1, 0);
 	struct stat sb, so;
 	if (in_journal_dir(run, path) || k_lstat(path, &sb) < 0 || S_ISDIR(sb.st_mode) ||
 	    k_lstat(other, &so) < 0 || so.st_ino != sb.st_ino || so.st_dev != sb.st_dev)
@@ -649,6 +666,8 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	POLICY(op, from, -1, 0);
+	POLICY(op, to, -1, 0);
 	if (pseudo_fs(from) || pseudo_fs(to))
 		return 0;
 	if (in_journal_dir(run, from) || in_journal_dir(run, to))
@@ -685,6 +704,7 @@ int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	POLICY(op, fd >= 0 ? NULL : path, fd, 1);
 	struct stat sb;
 	if ((fd >= 0 ? k_fstat(fd, &sb) : k_stat(path, &sb)) < 0 || !S_ISREG(sb.st_mode))
 		return 0;
@@ -718,6 +738,7 @@ int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd, int inplace)
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	POLICY(op, NULL, fd, 1);
 	struct stat sb;
 	if (k_fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_nlink == 0)
 		return 0;
@@ -745,6 +766,7 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	POLICY(op, fd >= 0 ? NULL : path, fd, !(mask & BBX_META_NOFOLLOW));
 	struct stat sb;
 	int rc;
 	if (fd >= 0) {

@@ -38,6 +38,12 @@ struct bbx_scratch *bbx_scratch(void);
 /* In a fork child: unblocks what a thread of the parent left half-done. */
 void bbx_scratch_atfork_child(void);
 
+/* The policy's say on a mutation, asked first by every bbx_cap_* function that
+ * mutates.  Set by the shim; NULL in the tools.  path is the absolute target as the call
+ * names it (NULL when the call acts on fd); follow: the call follows a final symlink.
+ * Returns 0, or -errno to refuse (having written the DENY record). */
+extern int (*bbx_cap_policy)(const char *op, const char *path, int fd, int follow);
+
 /* A creation in flight: filled by a bbx_cap_* call, completed by bbx_cap_done(). */
 struct bbx_pending {
 	uint64_t seq;     /* 0 = nothing pending */

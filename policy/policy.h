@@ -182,7 +182,7 @@ struct bbx_pol_vars {
  * Returns a malloc'd path, or NULL: use the built-in default. */
 char *bbx_pol_lookup(const char *explicit_path);
 /* Compiles an INI file (file == NULL: the built-in default).  On success returns 0 and
- * a malloc'd blob in *blob/*len.  On error returns -1 with "FILE:LINE: what was
+ * a malloc'd blob in *blob, its size in *len.  On error returns -1 with "FILE:LINE: what was
  * expected" in err; nothing is half-applied. */
 int bbx_pol_compile(const char *file, const struct bbx_pol_vars *vars, void **blob,
 		    size_t *len, char *err, size_t errcap);

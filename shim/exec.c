@@ -15,12 +15,164 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/xattr.h>
+
+#include "policy/policy.h"
 
 extern char **environ;
+
+/* ---- policy (bbx-policy(5), [exec] and deny_read) ---------------------------------- */
+
+/* The file an exec of exe will run: exe itself when it has a '/', else the first
+ * executable match on $PATH (execvp's search).  0 or -errno. */
+static int find_program(const char *exe, char *out, size_t cap)
+{
+	if (strchr(exe, '/'))
+		return snprintf(out, cap, "%s", exe) < (int)cap ? 0 : -ENAMETOOLONG;
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/bin:/usr/bin";
+	for (const char *d = path;; d++) {
+		const char *e = strchrnul(d, ':');
+		int n = snprintf(out, cap, "%.*s%s%s", (int)(e - d), d, e == d ? "" : "/", exe);
+		if (n > 0 && (size_t)n < cap && access(out, X_OK) == 0)
+			return 0;
+		if (!*e)
+			break;
+		d = e;
+	}
+	return -ENOENT;
+}
+
+/* A program the shim will not be loaded into: statically linked (no PT_INTERP), or
+ * setuid/setgid or with file capabilities (the loader drops LD_PRELOAD for those). */
+static const char *unenterable(const char *file)
+{
+	struct stat sb;
+	if (stat(file, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return NULL;
+	if (sb.st_mode & (S_ISUID | S_ISGID))
+		return "setuid/setgid program: the shim cannot enter it";
+	if (getxattr(file, "security.capability", NULL, 0) > 0)
+		return "program with file capabilities: the shim cannot enter it";
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	const char *why = NULL;
+	unsigned char eh[64];
+	if (pread(fd, eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh, "\177ELF", 4) &&
+	    eh[4] == 2 /* ELFCLASS64 */) {
+		uint64_t phoff;
+		uint16_t phentsize, phnum;
+		memcpy(&phoff, eh + 32, 8);
+		memcpy(&phentsize, eh + 54, 2);
+		memcpy(&phnum, eh + 56, 2);
+		unsigned char ph[56 * 64];
+		size_t want = (size_t)phentsize * phnum;
+		int interp = 0;
+		if (phentsize >= 4 && want <= sizeof ph &&
+		    pread(fd, ph, want, (off_t)phoff) == (ssize_t)want) {
+			for (unsigned i = 0; i < phnum; i++) {
+				uint32_t type;
+				memcpy(&type, ph + (size_t)i * phentsize, 4);
+				interp |= type == 3; /* PT_INTERP */
+			}
+			if (!interp)
+				why = "statically linked program: the shim cannot enter it";
+		}
+	}
+	close(fd);
+	return why;
+}
+
+static void join(char *const argv[], size_t from, char *out, size_t cap, int base0)
+{
+	size_t n = 0;
+	for (size_t i = from; argv && argv[i] && n + 1 < cap; i++) {
+		const char *a = argv[i];
+		if (i == from && base0 && strrchr(a, '/'))
+			a = strrchr(a, '/') + 1;
+		if (i > from)
+			out[n++] = ' ';
+		size_t l = strnlen(a, cap - n - 1);
+		memcpy(out + n, a, l);
+		n += l;
+	}
+	out[n] = 0;
+}
+
+/* Decides an exec: deny_read on the program file, the [exec] rules on the command line
+ * (as given, with argv[0]'s directory dropped, and the script of "sh -c SCRIPT"), and
+ * [exec] static for programs the shim cannot enter.  Guard held.  0 or -errno. */
+static int exec_policy(const char *op, const char *exe, char *const argv[])
+{
+	const struct bbx_pol_hdr *p = bbx_policy();
+	if (!p || !exe)
+		return 0;
+	struct bbx_pol_verdict v;
+	char file[PATH_MAX];
+	int have = find_program(exe, file, sizeof file) == 0;
+	if (have && p->n_deny_read) {
+		struct stat sb;
+		char abs[PATH_MAX];
+		if (!bbx_path_abs(AT_FDCWD, file, abs, sizeof abs)) {
+			bbx_pol_read(p, abs, &v);
+			if (v.decision != BBX_DEC_ALLOW)
+				return bbx_pol_report(op, BBX_ACC_EXEC, abs, NULL, NULL, NULL, argv,
+						      &v);
+		}
+		if (stat(file, &sb) == 0 && bbx_pol_read_inode(p, sb.st_dev, sb.st_ino, &v))
+			return bbx_pol_report(op, BBX_ACC_EXEC, file, NULL, NULL, NULL, argv, &v);
+	}
+	if (p->n_exec && argv && argv[0]) {
+		char cmd[4096];
+		const char *forms = "gbs"; /* given, basename, shell script */
+		for (const char *f = forms; *f; f++) {
+			if (*f == 'b' && !strchr(argv[0], '/'))
+				continue;
+			if (*f == 's') {
+				const char *b = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+				if (!argv[1] || !argv[2] || strcmp(argv[1], "-c") ||
+				    (strcmp(b, "sh") && strcmp(b, "bash") && strcmp(b, "dash") &&
+				     strcmp(b, "zsh")))
+					continue;
+				join(argv, 2, cmd, sizeof cmd, 0);
+			} else {
+				join(argv, 0, cmd, sizeof cmd, *f == 'b');
+			}
+			bbx_pol_exec(p, cmd, &v);
+			if (v.decision == BBX_DEC_ALLOW && !v.rule)
+				continue;
+			int rc = bbx_pol_report(op, BBX_ACC_EXEC, NULL, NULL, NULL, NULL, argv, &v);
+			if (rc || v.decision != BBX_DEC_ALLOW)
+				return rc;
+			break; /* an explicit allow rule */
+		}
+	}
+	if (have && p->static_action != BBX_ACT_ALLOW) {
+		const char *why = unenterable(file);
+		if (why) {
+			const struct bbx_pol_rule r = {.loc = p->static_loc};
+			(void)r;
+			v.decision = p->static_action == BBX_ACT_DENY
+					     ? (p->mode == BBX_MODE_AUDIT ? BBX_DEC_AUDIT : BBX_DEC_DENY)
+					     : BBX_DEC_AUDIT;
+			v.err = v.decision == BBX_DEC_DENY ? EPERM : 0;
+			v.klass = BBX_CLASS_RISKY;
+			v.rule = NULL;
+			v.reason = why;
+			return bbx_pol_report(op, BBX_ACC_EXEC, file, NULL, NULL, NULL, argv, &v);
+		}
+	}
+	return 0;
+}
 
 /* Records the exec; returns its seq (0 if nothing was recorded) or -errno to refuse. */
 static long record_exec(const char *op, const char *exe, char *const argv[])
 {
+	int prc = exec_policy(op, exe, argv);
+	if (prc)
+		return prc;
 	if (bbx_usable())
 		return bbx_usable();
 	uint64_t seq;

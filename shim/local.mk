@@ -4,7 +4,7 @@ pkglib_LTLIBRARIES += shim/libbbxshim.la
 shim_libbbxshim_la_SOURCES = \
 	shim/shim.h shim/wrappers.def \
 	shim/init.c shim/env.c \
-	shim/open.c shim/tmp.c shim/names.c shim/size.c shim/meta.c shim/exec.c shim/net.c \
+	shim/policy.c shim/read.c shim/syscall.c shim/open.c shim/tmp.c shim/names.c shim/size.c shim/meta.c shim/exec.c shim/net.c \
 	$(NULL)
 shim_libbbxshim_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sections
 # -z norelro -z noseparate-code: two mappings instead of four.  Each costs every process
@@ -14,5 +14,5 @@ shim_libbbxshim_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sectio
 # in writable memory by design.
 shim_libbbxshim_la_LDFLAGS = -module -avoid-version -shared -Wl,--no-undefined -Wl,--gc-sections \
 	-Wl,-O1 -Wl,-z,norelro -Wl,-z,noseparate-code
-shim_libbbxshim_la_LIBADD = journal/libbbxjournal.la -ldl
+shim_libbbxshim_la_LIBADD = journal/libbbxjournal.la policy/libbbxpol.la -ldl
 EXTRA_DIST += shim/wrappers.def

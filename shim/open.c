@@ -11,6 +11,33 @@
 
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
+
+/* A read under a policy with deny_read paths: decided before the call on the words of
+ * an absolute path, after it on the identity of what was opened (closed again if it is
+ * denied).  Guard held on entry. */
+#define READ_BODY(opname, path, saved, T, realcall, okcond, fdexpr, undo, failval)         \
+	do {                                                                                \
+		int rrc_ = bbx_read_pre(opname, path);                                      \
+		if (rrc_) {                                                                 \
+			bbx_leave(-rrc_);                                                   \
+			return failval;                                                     \
+		}                                                                           \
+		unsigned rgen_ = bbx_call_begin(saved);                                     \
+		T fd_ = realcall;                                                           \
+		int re_ = errno;                                                            \
+		(void)bbx_call_end(rgen_);                                                  \
+		if (okcond) {                                                               \
+			rrc_ = bbx_read_post(opname, path, fdexpr, NULL);                   \
+			if (rrc_) {                                                         \
+				undo;                                                       \
+				bbx_leave(-rrc_);                                           \
+				return failval;                                             \
+			}                                                                   \
+		}                                                                           \
+		bbx_leave((okcond) ? saved : re_);                                          \
+		return fd_;                                                                 \
+	} while (0)
 
 static inline int may_mutate(int flags)
 {
@@ -21,7 +48,13 @@ static inline int may_mutate(int flags)
 #define OPEN_BODY(opname, dirfd, path, flags, mode, realcall)                              \
 	do {                                                                                \
 		int saved_;                                                                 \
-		if (!may_mutate(flags) || !bbx_enter(&saved_))                              \
+		if (!may_mutate(flags)) {                                                   \
+			if (!bbx_reads_checked() || !bbx_enter(&saved_))                    \
+				return realcall;                                            \
+			READ_BODY(opname, path, saved_, int, realcall, fd_ >= 0, fd_,       \
+				  close(fd_), -1);                                \
+		}                                                                           \
+		if (!bbx_enter(&saved_))                                                    \
 			return realcall;                                                    \
 		struct bbx_pending pend_ = {0};                                             \
 		int rc_ = bbx_usable();                                                     \
@@ -142,6 +175,12 @@ static int fmode_flags(const char *m)
 #define FOPEN_BODY(opname, path, flags, realcall, fdof)                                     \
 	do {                                                                                \
 		int saved_;                                                                 \
+		if ((flags) >= 0 && !may_mutate(flags)) {                                   \
+			if (!bbx_reads_checked() || !bbx_enter(&saved_))                    \
+				return realcall;                                            \
+			READ_BODY(opname, path, saved_, FILE *, realcall, fd_ != NULL,      \
+				  fileno(fd_), fclose(fd_), NULL);                          \
+		}                                                                           \
 		if ((flags) < 0 || !may_mutate(flags) || !bbx_enter(&saved_))              \
 			return realcall;                                                    \
 		struct bbx_pending pend_ = {0};                                             \

@@ -36,6 +36,13 @@ int __open64_2(const char *, int);
 int __openat_2(int, const char *, int);
 int __openat64_2(int, const char *, int);
 int lchmod(const char *, mode_t);
+/* The stat entry points of binaries built against glibc < 2.33 (no longer declared). */
+int __xstat(int, const char *, struct stat *);
+int __xstat64(int, const char *, struct stat64 *);
+int __lxstat(int, const char *, struct stat *);
+int __lxstat64(int, const char *, struct stat64 *);
+int __fxstatat(int, int, const char *, struct stat *, int);
+int __fxstatat64(int, int, const char *, struct stat64 *, int);
 
 #define BBX_WRAP(name, ret, params) extern ret(*bbx_real_##name) params;
 #include "wrappers.def"
@@ -181,6 +188,19 @@ const struct bbx_pol_hdr *bbx_policy(void);
 int bbx_pol_report(const char *op, int access, const char *path, const char *path2,
 		   const char *addr, const char *host, char *const argv[],
 		   const struct bbx_pol_verdict *v);
+
+/* Reads (deny_read).  bbx_pol_reads is 0 once the policy is known to have nothing to
+ * say about reads: the read-only fast path tests only that.  bbx_read_pre decides on an
+ * absolute path's words before the call; bbx_read_post on the identity of what the call
+ * reached (sb, or fstat of fd).  Both return 0 or -errno (DENY written). */
+extern int bbx_pol_reads;
+int bbx_read_pre(const char *op, const char *path);
+int bbx_read_post(const char *op, const char *path, int fd, const struct stat *sb);
+static inline int bbx_reads_checked(void)
+{
+	return __builtin_expect(__atomic_load_n(&bbx_pol_reads, __ATOMIC_RELAXED), 0) &&
+	       !bbx_guard;
+}
 
 /* exec support (env.c) */
 #define BBX_ENV_EXTRA 4

@@ -2,7 +2,7 @@
 bin_PROGRAMS += tools/bbx tools/bbx-run tools/bbx-undo tools/bbx-log
 noinst_LTLIBRARIES += tools/libbbxtool.la
 tools_libbbxtool_la_SOURCES = tools/common.c tools/common.h
-tools_libbbxtool_la_LIBADD = journal/libbbxundo.la
+tools_libbbxtool_la_LIBADD = journal/libbbxundo.la policy/libbbxpol.la
 TOOL_LIBS = tools/libbbxtool.la
 tools_bbx_SOURCES = tools/bbx.c
 tools_bbx_run_SOURCES = tools/bbx-run.c

@@ -46,6 +46,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include <utime.h>
+#include <dirent.h>
+
+/* The stat entry points of binaries built against glibc < 2.33 (no longer declared). */
+int __xstat(int, const char *, struct stat *);
+int __xstat64(int, const char *, struct stat64 *);
+int __lxstat(int, const char *, struct stat *);
+int __lxstat64(int, const char *, struct stat64 *);
+int __fxstatat(int, int, const char *, struct stat *, int);
+int __fxstatat64(int, int, const char *, struct stat64 *, int);
 
 extern char **environ;
 
@@ -731,6 +740,126 @@ static int c_bind(int argc, char **argv)
 	return r < 0 ? e : 0;
 }
 
+/* ---- reads a deny_read policy decides ---------------------------------------------------- */
+
+/* Each prints what it learnt (so a refused call is seen to reveal nothing). */
+static int stat_out(long r, unsigned long long ino)
+{
+	if (r < 0)
+		return errno;
+	printf("ino %llu\n", ino);
+	return 0;
+}
+static int c_stat(int argc, char **argv) { (void)argc; struct stat sb; long r = stat(argv[0], &sb); return stat_out(r, sb.st_ino); }
+static int c_stat64(int argc, char **argv) { (void)argc; struct stat64 sb; long r = stat64(argv[0], &sb); return stat_out(r, sb.st_ino); }
+static int c_lstat(int argc, char **argv) { (void)argc; struct stat sb; long r = lstat(argv[0], &sb); return stat_out(r, sb.st_ino); }
+static int c_lstat64(int argc, char **argv) { (void)argc; struct stat64 sb; long r = lstat64(argv[0], &sb); return stat_out(r, sb.st_ino); }
+/* fstatat DIR PATH [FLAGS] */
+static int c_fstatat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(fl, argc > 2 ? argv[2] : "0");
+	struct stat sb;
+	long r = fstatat(d, argv[1], &sb, (int)fl); return stat_out(r, sb.st_ino);
+}
+static int c_fstatat64(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(fl, argc > 2 ? argv[2] : "0");
+	struct stat64 sb;
+	long r = fstatat64(d, argv[1], &sb, (int)fl); return stat_out(r, sb.st_ino);
+}
+static int c_statx(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	NUM(fl, argc > 2 ? argv[2] : "0");
+	struct statx sx;
+	long r = statx(d, argv[1], (int)fl, STATX_BASIC_STATS, &sx); return stat_out(r, sx.stx_ino);
+}
+static int c___xstat(int argc, char **argv) { (void)argc; struct stat sb; long r = __xstat(1, argv[0], &sb); return stat_out(r, sb.st_ino); }
+static int c___xstat64(int argc, char **argv) { (void)argc; struct stat64 sb; long r = __xstat64(1, argv[0], &sb); return stat_out(r, sb.st_ino); }
+static int c___lxstat(int argc, char **argv) { (void)argc; struct stat sb; long r = __lxstat(1, argv[0], &sb); return stat_out(r, sb.st_ino); }
+static int c___lxstat64(int argc, char **argv) { (void)argc; struct stat64 sb; long r = __lxstat64(1, argv[0], &sb); return stat_out(r, sb.st_ino); }
+static int c___fxstatat(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	(void)argc;
+	struct stat sb;
+	long r = __fxstatat(1, d, argv[1], &sb, 0); return stat_out(r, sb.st_ino);
+}
+static int c___fxstatat64(int argc, char **argv)
+{
+	DIRFD(d, argv[0]);
+	(void)argc;
+	struct stat64 sb;
+	long r = __fxstatat64(1, d, argv[1], &sb, 0); return stat_out(r, sb.st_ino);
+}
+static int link_out(ssize_t n, const char *buf)
+{
+	if (n < 0)
+		return errno;
+	printf("%.*s\n", (int)n, buf);
+	return 0;
+}
+static int c_readlink(int argc, char **argv)
+{
+	(void)argc;
+	char buf[4096];
+	return link_out(readlink(argv[0], buf, sizeof buf), buf);
+}
+static int c_readlinkat(int argc, char **argv)
+{
+	(void)argc;
+	DIRFD(d, argv[0]);
+	char buf[4096];
+	return link_out(readlinkat(d, argv[1], buf, sizeof buf), buf);
+}
+static int list_dir(DIR *d)
+{
+	if (!d)
+		return errno;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			printf("%s\n", e->d_name);
+	closedir(d);
+	return 0;
+}
+static int c_opendir(int argc, char **argv) { (void)argc; return list_dir(opendir(argv[0])); }
+/* fdopendir FD: a directory descriptor the caller's shell opened (inherited). */
+static int c_fdopendir(int argc, char **argv)
+{
+	(void)argc;
+	NUM(fd, argv[0]);
+	return list_dir(fdopendir((int)fd));
+}
+/* syscall NAME [ARGS]: unlink PATH | mkdir PATH MODE | rename FROM TO | io_uring_setup |
+ * getpid (a number passed through) */
+static int c_syscall(int argc, char **argv)
+{
+	long r;
+	if (!strcmp(argv[0], "unlink") && argc > 1) {
+		r = syscall(SYS_unlink, argv[1]);
+	} else if (!strcmp(argv[0], "mkdir") && argc > 2) {
+		MODE(m, argv[2]);
+		r = syscall(SYS_mkdir, argv[1], m);
+	} else if (!strcmp(argv[0], "rename") && argc > 2) {
+		r = syscall(SYS_rename, argv[1], argv[2]);
+	} else if (!strcmp(argv[0], "io_uring_setup")) {
+		char params[120] = {0};
+		r = syscall(SYS_io_uring_setup, 4, params);
+		if (r >= 0)
+			close((int)r);
+	} else if (!strcmp(argv[0], "getpid")) {
+		r = syscall(SYS_getpid);
+		if (r != getpid())
+			return EPROTO;
+	} else {
+		return EINVAL;
+	}
+	return rc_of(r);
+}
+
 /* ---- metadata ---------------------------------------------------------------------------- */
 
 /* chmod PATH MODE */
@@ -1094,6 +1223,24 @@ static const struct call {
 	{"pwritev64v2", c_pwritev64v2, 2, "FILE TEXT"},
 	{"fcntl", c_fcntl, 2, "FILE TEXT"},
 	{"bind", c_bind, 1, "PATH"},
+	{"stat", c_stat, 1, "PATH"},
+	{"stat64", c_stat64, 1, "PATH"},
+	{"lstat", c_lstat, 1, "PATH"},
+	{"lstat64", c_lstat64, 1, "PATH"},
+	{"fstatat", c_fstatat, 2, "DIR PATH [FLAGS]"},
+	{"fstatat64", c_fstatat64, 2, "DIR PATH [FLAGS]"},
+	{"statx", c_statx, 2, "DIR PATH [FLAGS]"},
+	{"__xstat", c___xstat, 1, "PATH"},
+	{"__xstat64", c___xstat64, 1, "PATH"},
+	{"__lxstat", c___lxstat, 1, "PATH"},
+	{"__lxstat64", c___lxstat64, 1, "PATH"},
+	{"__fxstatat", c___fxstatat, 2, "DIR PATH"},
+	{"__fxstatat64", c___fxstatat64, 2, "DIR PATH"},
+	{"readlink", c_readlink, 1, "PATH"},
+	{"readlinkat", c_readlinkat, 2, "DIR PATH"},
+	{"opendir", c_opendir, 1, "PATH"},
+	{"fdopendir", c_fdopendir, 1, "FD"},
+	{"syscall", c_syscall, 1, "unlink PATH | mkdir PATH MODE | rename FROM TO | io_uring_setup | getpid"},
 	{"fcntl64", c_fcntl64, 2, "FILE TEXT"},
 	{"chmod", c_chmod, 2, "PATH MODE"},
 	{"fchmod", c_fchmod, 2, "FILE MODE"},

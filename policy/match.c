@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * match.c - decisions over a compiled policy (policy.h): paths and exec.  Used by the
+ * shim inside its wrappers, so: no allocation, no locks, no syscalls except in
+ * bbx_pol_map(), nothing that is not async-signal-safe.  The network matcher is in
+ * match_net.c.
+ */
+#include "policy.h"
+#include "journal/record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool str_ok(const struct bbx_pol_hdr *p, uint32_t off)
+{
+	if (off >= p->strings_len)
+		return false;
+	return memchr(bbx_pol_str(p, off), 0, p->strings_len - off) != NULL;
+}
+
+int bbx_pol_check(const void *blob, size_t len)
+{
+	const struct bbx_pol_hdr *p = blob;
+	if (len < sizeof *p || p->magic != BBX_POL_MAGIC || p->version != BBX_POL_VERSION ||
+	    p->size != len)
+		return -EINVAL;
+	uint64_t rend = (uint64_t)p->rules_off + (uint64_t)p->n_rules * sizeof(struct bbx_pol_rule);
+	uint64_t iend = (uint64_t)p->inodes_off +
+			(uint64_t)p->n_inodes * sizeof(struct bbx_pol_inode);
+	uint64_t send = (uint64_t)p->strings_off + p->strings_len;
+	if (rend > len || iend > len || send > len || p->strings_len == 0 ||
+	    (p->rules_off % 8) || (p->inodes_off % 8) || p->rules_off < sizeof *p ||
+	    (p->n_inodes && p->inodes_off < sizeof *p) || p->strings_off < sizeof *p)
+		return -EINVAL;
+	if (((const char *)p)[send - 1] != 0 || !str_ok(p, p->src) || !str_ok(p, p->workspace) ||
+	    !str_ok(p, p->static_loc) || p->mode > BBX_MODE_SAFE)
+		return -EINVAL;
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	for (uint32_t i = 0; i < p->n_rules; i++) {
+		if (!str_ok(p, r[i].value) || !str_ok(p, r[i].loc) ||
+		    strlen(bbx_pol_str(p, r[i].value)) != r[i].value_len)
+			return -EINVAL;
+	}
+	const struct bbx_pol_inode *in = bbx_pol_inodes(p);
+	for (uint32_t i = 0; i < p->n_inodes; i++) {
+		if (in[i].rule >= p->n_rules)
+			return -EINVAL;
+		if (i && (in[i - 1].dev > in[i].dev ||
+			  (in[i - 1].dev == in[i].dev && in[i - 1].ino > in[i].ino)))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int bbx_pol_map(const char *path, const struct bbx_pol_hdr **out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	if (fstat(fd, &sb) < 0 || sb.st_size < (off_t)sizeof(struct bbx_pol_hdr) ||
+	    sb.st_size > (64 << 20)) {
+		close(fd);
+		return -EINVAL;
+	}
+	void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	int e = errno;
+	close(fd);
+	if (m == MAP_FAILED)
+		return -e;
+	if (bbx_pol_check(m, (size_t)sb.st_size)) {
+		munmap(m, (size_t)sb.st_size);
+		return -EINVAL;
+	}
+	*out = m;
+	return 0;
+}
+
+bool bbx_path_under(const char *path, const char *root, size_t root_len)
+{
+	if (root_len == 1 && root[0] == '/')
+		return path[0] == '/';
+	return !strncmp(path, root, root_len) && (path[root_len] == 0 || path[root_len] == '/');
+}
+
+static int fold(int c, int flags)
+{
+	return (flags & BBX_GLOB_CASEFOLD) && c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+/* One bracket expression at *pp against c; advances *pp past it.  -1: malformed (the
+ * '[' is then literal). */
+static int bracket(const char **pp, int c, int flags)
+{
+	const char *p = *pp + 1;
+	bool neg = false, hit = false;
+	if (*p == '!' || *p == '^') {
+		neg = true;
+		p++;
+	}
+	const char *first = p;
+	while (*p && (*p != ']' || p == first)) {
+		int lo = fold((unsigned char)*p, flags), hi = lo;
+		if (p[1] == '-' && p[2] && p[2] != ']') {
+			hi = fold((unsigned char)p[2], flags);
+			p += 2;
+		}
+		if (c >= lo && c <= hi)
+			hit = true;
+		p++;
+	}
+	if (*p != ']')
+		return -1;
+	*pp = p + 1;
+	return hit != neg;
+}
+
+/* Iterative glob with single-star backtracking: linear in practice, no recursion, no
+ * allocation.  '*' matches any run of bytes including '/' (command lines and host
+ * names are not paths). */
+bool bbx_glob(const char *pat, const char *s, int flags)
+{
+	const char *star = NULL, *resume = NULL;
+	while (*s) {
+		if (*pat == '*') {
+			while (*pat == '*')
+				pat++;
+			if (!*pat)
+				return true;
+			star = pat;
+			resume = s;
+			continue;
+		}
+		int c = fold((unsigned char)*s, flags);
+		if (*pat == '?') {
+			pat++;
+			s++;
+			continue;
+		}
+		if (*pat == '[') {
+			const char *q = pat;
+			int m = bracket(&q, c, flags);
+			if (m == 1) {
+				pat = q;
+				s++;
+				continue;
+			}
+			if (m == 0)
+				goto backtrack;
+			/* malformed: literal '[' */
+		}
+		if (*pat == '\\' && pat[1])
+			pat++;
+		if (*pat && fold((unsigned char)*pat, flags) == c) {
+			pat++;
+			s++;
+			continue;
+		}
+	backtrack:
+		if (!star)
+			return false;
+		pat = star;
+		s = ++resume;
+	}
+	while (*pat == '*')
+		pat++;
+	return !*pat;
+}
+
+static void verdict(struct bbx_pol_verdict *v, int decision, int err, const struct bbx_pol_rule *r,
+		    const char *reason)
+{
+	v->decision = decision;
+	v->err = err;
+	v->rule = r;
+	v->reason = reason;
+	v->klass = r ? r->klass : BBX_CLASS_NONE;
+}
+
+/* Refusal under the mode: audit turns it into a recorded allow. */
+static void refuse(const struct bbx_pol_hdr *p, struct bbx_pol_verdict *v, int err,
+		   const struct bbx_pol_rule *r, const char *reason)
+{
+	verdict(v, p->mode == BBX_MODE_AUDIT ? BBX_DEC_AUDIT : BBX_DEC_DENY,
+		p->mode == BBX_MODE_AUDIT ? 0 : err, r, reason);
+}
+
+static const struct bbx_pol_rule *under_any(const struct bbx_pol_hdr *p, int section,
+					    const char *path)
+{
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	for (uint32_t i = 0; i < p->n_rules; i++)
+		if (r[i].section == section &&
+		    bbx_path_under(path, bbx_pol_str(p, r[i].value), r[i].value_len))
+			return &r[i];
+	return NULL;
+}
+
+void bbx_pol_write(const struct bbx_pol_hdr *p, const char *path, struct bbx_pol_verdict *v)
+{
+	const struct bbx_pol_rule *r;
+	if (p->mode == BBX_MODE_SAFE) {
+		verdict(v, BBX_DEC_DENY, EPERM, NULL, "safe mode: every mutation is refused");
+		return;
+	}
+	if (p->n_deny_read && (r = under_any(p, BBX_PS_DENY_READ, path))) {
+		refuse(p, v, EACCES, r, "under a deny_read path");
+		return;
+	}
+	if ((r = under_any(p, BBX_PS_PROTECT, path))) {
+		refuse(p, v, EACCES, r, "protected path");
+		return;
+	}
+	if ((r = under_any(p, BBX_PS_WRITE, path))) {
+		verdict(v, BBX_DEC_ALLOW, 0, r, "under a write root");
+		return;
+	}
+	refuse(p, v, EACCES, NULL, "outside write roots");
+}
+
+void bbx_pol_read(const struct bbx_pol_hdr *p, const char *path, struct bbx_pol_verdict *v)
+{
+	const struct bbx_pol_rule *r;
+	if (p->n_deny_read && (r = under_any(p, BBX_PS_DENY_READ, path))) {
+		refuse(p, v, EACCES, r, "under a deny_read path");
+		return;
+	}
+	verdict(v, BBX_DEC_ALLOW, 0, NULL, NULL);
+}
+
+bool bbx_pol_read_inode(const struct bbx_pol_hdr *p, uint64_t dev, uint64_t ino,
+			struct bbx_pol_verdict *v)
+{
+	const struct bbx_pol_inode *in = bbx_pol_inodes(p);
+	size_t lo = 0, hi = p->n_inodes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (in[mid].dev < dev || (in[mid].dev == dev && in[mid].ino < ino))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->n_inodes && in[lo].dev == dev && in[lo].ino == ino) {
+		refuse(p, v, EACCES, &bbx_pol_rules(p)[in[lo].rule], "under a deny_read path");
+		return true;
+	}
+	verdict(v, BBX_DEC_ALLOW, 0, NULL, NULL);
+	return false;
+}
+
+void bbx_pol_exec(const struct bbx_pol_hdr *p, const char *cmdline, struct bbx_pol_verdict *v)
+{
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	for (uint32_t i = 0; i < p->n_rules; i++) {
+		if (r[i].section != BBX_PS_EXEC)
+			continue;
+		const char *g = bbx_pol_str(p, r[i].value);
+		bool hit = (r[i].flags & BBX_RF_PREFIX)
+				   ? !strncmp(cmdline, g, r[i].value_len - 1)
+				   : bbx_glob(g, cmdline, 0);
+		if (!hit)
+			continue;
+		switch (r[i].action) {
+		case BBX_ACT_ALLOW:
+			verdict(v, BBX_DEC_ALLOW, 0, &r[i], "allowed by rule");
+			return;
+		case BBX_ACT_LOG:
+			verdict(v, BBX_DEC_LOG, 0, &r[i], "logged by rule");
+			return;
+		default: /* deny, and ask until approvals exist */
+			refuse(p, v, EPERM, &r[i], r[i].action == BBX_ACT_ASK
+							  ? "needs approval (not available: refused)"
+							  : "denied command");
+			return;
+		}
+	}
+	verdict(v, BBX_DEC_ALLOW, 0, NULL, NULL);
+	v->klass = BBX_CLASS_SAFE;
+}

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * policy.c - the shim's side of the policy (policy/policy.h, bbx-policy(5)): the compiled
+ * policy mapped once per process, decisions on resolved targets, DENY records and the
+ * one-line explanations on stderr.
+ *
+ * The compiled policy is J/policy, written by bbx-run before the agent starts; a run
+ * without it (bare LD_PRELOAD) is journaled but not restricted.  A policy file that is
+ * present but unreadable or damaged puts the process in safe mode: refusing every
+ * mutation is the only decision that cannot be wrong (invariant 2's spirit).
+ *
+ * Decisions are made on what the call will reach, as the kernel resolves it: the real
+ * parent directory (".." and symlinks in the directory part resolved by opening it
+ * O_PATH), and the final symlink followed when the call follows it.  Reads are decided
+ * after the real open/stat, on the identity of what was reached (policy.h, inodes), so
+ * no indirection and no race between check and use can get around a deny_read path.
+ */
+#include "shim.h"
+#include "policy/policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A policy that refuses every mutation: used when J/policy exists but cannot be used. */
+static const struct {
+	struct bbx_pol_hdr h;
+	char strings[32];
+} safe_blob = {
+	.h = {.magic = BBX_POL_MAGIC,
+	      .version = BBX_POL_VERSION,
+	      .size = sizeof safe_blob,
+	      .mode = BBX_MODE_SAFE,
+	      .explain = 1,
+	      .static_action = BBX_ACT_ALLOW,
+	      .results_all = 1,
+	      .rules_off = sizeof(struct bbx_pol_hdr),
+	      .inodes_off = sizeof(struct bbx_pol_hdr),
+	      .strings_off = sizeof(struct bbx_pol_hdr),
+	      .strings_len = 32,
+	      .src = 1},
+	.strings = "\0J/policy (damaged)",
+};
+
+static const struct bbx_pol_hdr *pol;
+static int pol_state; /* 0 not mapped, 1 mapping, 2 done */
+/* 1 while unknown or when reads must be checked (deny_read paths exist): the read-only
+ * fast path of open/stat tests only this. */
+int bbx_pol_reads = 1;
+
+static void pol_load(void)
+{
+	const struct bbx_pol_hdr *p = NULL;
+	if (bbx_journal_dir && *bbx_journal_dir) {
+		char path[PATH_MAX];
+		int n = snprintf(path, sizeof path, "%s/" BBX_POL_FILE, bbx_journal_dir);
+		if (n > 0 && (size_t)n < sizeof path) {
+			int rc = bbx_pol_map(path, &p);
+			if (rc && rc != -ENOENT) {
+				static const char msg[] =
+					"bbx: the run's compiled policy is unusable: safe mode\n";
+				(void)!write(2, msg, sizeof msg - 1);
+				p = &safe_blob.h;
+			}
+		}
+	}
+	pol = p;
+	__atomic_store_n(&bbx_pol_reads, p && p->n_deny_read ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+const struct bbx_pol_hdr *bbx_policy(void)
+{
+	int st = __atomic_load_n(&pol_state, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(st == 2, 1))
+		return pol;
+	int expect = 0;
+	if (__atomic_compare_exchange_n(&pol_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		pol_load();
+		__atomic_store_n(&pol_state, 2, __ATOMIC_RELEASE);
+	} else {
+		while (__atomic_load_n(&pol_state, __ATOMIC_ACQUIRE) != 2)
+			__builtin_ia32_pause();
+	}
+	return pol;
+}
+
+/* ---- explanations -------------------------------------------------------------- */
+
+/* At most 10 lines per 10 s per process, then one line saying how many were not shown. */
+#define EXPLAIN_BURST 10
+#define EXPLAIN_WINDOW_NS 10000000000ull
+static unsigned long long explain_t0;
+static unsigned explain_n, explain_dropped;
+
+static const char *verb(int access)
+{
+	switch (access) {
+	case BBX_ACC_WRITE: return "write to";
+	case BBX_ACC_READ: return "read of";
+	case BBX_ACC_EXEC: return "exec of";
+	case BBX_ACC_CONNECT: return "connection to";
+	case BBX_ACC_SYSCALL: return "system call";
+	}
+	return "access to";
+}
+
+/* Section of rules that decide an access when none matched. */
+static const char *default_where(int access)
+{
+	switch (access) {
+	case BBX_ACC_WRITE: return "[paths] write";
+	case BBX_ACC_READ: return "[paths] deny_read";
+	case BBX_ACC_EXEC: return "[exec] static";
+	case BBX_ACC_CONNECT: return "[network] allow";
+	}
+	return "[general]";
+}
+
+/* Appends s to buf[*n..cap), escaping control bytes so one refusal is one line. */
+static void put(char *buf, size_t *n, size_t cap, const char *s)
+{
+	for (; s && *s && *n + 4 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f) {
+			static const char hex[] = "0123456789abcdef";
+			buf[(*n)++] = '\\';
+			buf[(*n)++] = 'x';
+			buf[(*n)++] = hex[c >> 4];
+			buf[(*n)++] = hex[c & 15];
+		} else {
+			buf[(*n)++] = (char)c;
+		}
+	}
+}
+
+static void explain(const struct bbx_pol_hdr *p, int access, const char *target,
+		    const struct bbx_pol_verdict *v)
+{
+	if (!p->explain)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	unsigned long long now = (unsigned long long)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	char line[1024];
+	size_t n = 0;
+	if (now - explain_t0 > EXPLAIN_WINDOW_NS) {
+		if (explain_dropped) {
+			int k = snprintf(line, sizeof line,
+					 "bbx: %u more refusals not shown (see bbx-log --denied)\n",
+					 explain_dropped);
+			if (k > 0)
+				(void)!write(2, line, (size_t)k);
+		}
+		explain_t0 = now;
+		explain_n = 0;
+		explain_dropped = 0;
+	}
+	if (explain_n >= EXPLAIN_BURST) {
+		explain_dropped++;
+		return;
+	}
+	explain_n++;
+	put(line, &n, sizeof line,
+	    v->decision != BBX_DEC_AUDIT ? "bbx: refused "
+	    : access == BBX_ACC_EXEC && !v->rule && p->mode != BBX_MODE_AUDIT ? "bbx: warning: "
+									       : "bbx: audit: would refuse ");
+	put(line, &n, sizeof line, verb(access));
+	put(line, &n, sizeof line, " ");
+	put(line, &n, sizeof line, target);
+	put(line, &n, sizeof line, " (");
+	if (v->rule) {
+		put(line, &n, sizeof line, bbx_pol_str(p, v->rule->loc));
+	} else {
+		put(line, &n, sizeof line, bbx_pol_str(p, p->src));
+		put(line, &n, sizeof line, " ");
+		put(line, &n, sizeof line, p->mode == BBX_MODE_SAFE ? "[general] mode = safe"
+								     : default_where(access));
+	}
+	if (v->reason) {
+		put(line, &n, sizeof line, ": ");
+		put(line, &n, sizeof line, v->reason);
+	}
+	put(line, &n, sizeof line, ")\n");
+	if (n >= sizeof line - 4) {
+		line[n - 2] = ')';
+		line[n - 1] = '\n';
+	}
+	(void)!write(2, line, n);
+}
+
+/* The command line of argv joined by spaces, truncated to cap. */
+static void join_argv(char *const argv[], char *out, size_t cap)
+{
+	size_t n = 0;
+	out[0] = 0;
+	for (size_t i = 0; argv && argv[i] && n + 1 < cap; i++) {
+		if (i)
+			out[n++] = ' ';
+		size_t l = strnlen(argv[i], cap - n - 1);
+		memcpy(out + n, argv[i], l);
+		n += l;
+	}
+	out[n < cap ? n : cap - 1] = 0;
+}
+
+int bbx_pol_report(const char *op, int access, const char *path, const char *path2,
+		   const char *addr, const char *host, char *const argv[],
+		   const struct bbx_pol_verdict *v)
+{
+	const struct bbx_pol_hdr *p = bbx_policy();
+	if (!p || v->decision == BBX_DEC_ALLOW)
+		return 0;
+	if (!bbx_usable()) {
+		struct bbx_enc e;
+		struct bbx_scratch *s = bbx_scratch();
+		bbx_enc_begin(&e, s->rec, sizeof s->rec,
+			      v->decision == BBX_DEC_LOG ? BBX_REC_NOTE : BBX_REC_DENY);
+		bbx_enc_str(&e, BBX_T_OP, op);
+		bbx_enc_u32(&e, BBX_T_ACCESS, (uint32_t)access);
+		if (path)
+			bbx_enc_str(&e, BBX_T_PATH, path);
+		if (path2)
+			bbx_enc_str(&e, BBX_T_PATH2, path2);
+		if (addr)
+			bbx_enc_str(&e, BBX_T_ADDR, addr);
+		if (host)
+			bbx_enc_str(&e, BBX_T_HOST, host);
+		if (argv) {
+			char av[4096];
+			size_t n = 0;
+			for (size_t i = 0; argv[i]; i++) {
+				size_t l = strlen(argv[i]) + 1;
+				if (n + l > sizeof av)
+					break;
+				memcpy(av + n, argv[i], l);
+				n += l;
+			}
+			bbx_enc_bytes(&e, BBX_T_ARGV, av, n);
+		}
+		bbx_enc_u32(&e, BBX_T_DECISION, (uint32_t)v->decision);
+		if (v->klass)
+			bbx_enc_u32(&e, BBX_T_CLASS, (uint32_t)v->klass);
+		if (v->rule)
+			bbx_enc_str(&e, BBX_T_RULE, bbx_pol_str(p, v->rule->loc));
+		if (v->reason)
+			bbx_enc_str(&e, BBX_T_REASON, v->reason);
+		bbx_enc_u32(&e, BBX_T_ERR, (uint32_t)v->err);
+		(void)bbx_run_emit(&bbx_run, &e, bbx_state_next_seq(bbx_run.st));
+	}
+	if (v->decision == BBX_DEC_LOG)
+		return 0;
+	char cmd[512];
+	const char *target = path ? path : addr ? addr : host;
+	if (!target && argv) {
+		join_argv(argv, cmd, sizeof cmd);
+		target = cmd;
+	}
+	explain(p, access, target ? target : op, v);
+	return v->decision == BBX_DEC_DENY ? -(v->err ? v->err : EACCES) : 0;
+}
+
+/* ---- mutations ------------------------------------------------------------------ */
+
+/* Character devices every program writes to (a shell's "> /dev/null", a terminal): not
+ * part of any tree, nothing to undo, never worth a refusal. */
+static int always_writable(const char *p)
+{
+	static const char *const dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+					  "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"};
+	if (strncmp(p, "/dev/", 5))
+		return 0;
+	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+		if (bbx_path_under(p, dev[i], strlen(dev[i])))
+			return 1;
+	return 0;
+}
+
+/* Where a call naming path really lands: the parent directory as the kernel resolves
+ * it, plus the last component; with follow, a final symlink (dangling ones included:
+ * O_CREAT through them creates the target) is followed.  out and tmp hold PATH_MAX. */
+static int resolve_target(const char *path, int follow, char *out, char *tmp)
+{
+	char cur[PATH_MAX];
+	size_t l = strnlen(path, PATH_MAX);
+	if (l >= PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(cur, path, l + 1);
+	if (follow) {
+		int fd = open(cur, O_PATH | O_CLOEXEC);
+		if (fd >= 0) {
+			int rc = bbx_path_fd(fd, out, PATH_MAX);
+			close(fd);
+			if (!rc)
+				return 0;
+		}
+		for (int hops = 0; hops < 40; hops++) {
+			ssize_t n = readlink(cur, tmp, PATH_MAX - 1);
+			if (n < 0)
+				break;
+			tmp[n] = 0;
+			if (tmp[0] == '/') {
+				memcpy(cur, tmp, (size_t)n + 1);
+			} else {
+				char *slash = strrchr(cur, '/');
+				size_t dl = (size_t)(slash - cur) + 1;
+				if (dl + (size_t)n >= PATH_MAX)
+					return -ENAMETOOLONG;
+				memcpy(cur + dl, tmp, (size_t)n + 1);
+			}
+		}
+	}
+	char *slash = strrchr(cur, '/');
+	if (!slash)
+		return -EINVAL;
+	const char *last = slash + 1;
+	size_t pl = slash == cur ? 1 : (size_t)(slash - cur);
+	memcpy(tmp, cur, pl);
+	tmp[pl] = 0;
+	int fd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || bbx_path_fd(fd, out, PATH_MAX)) {
+		if (fd >= 0)
+			close(fd);
+		/* No such parent: the call fails by itself; decide on the words. */
+		memcpy(out, cur, strlen(cur) + 1);
+		return 0;
+	}
+	close(fd);
+	if (!*last || !strcmp(last, ".") || !strcmp(last, ".."))
+		return 0;
+	size_t ol = strlen(out);
+	if (ol + 1 + strlen(last) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (ol > 1)
+		out[ol++] = '/';
+	strcpy(out + ol, last);
+	return 0;
+}
+
+static int write_hook(const char *op, const char *path, int fd, int follow)
+{
+	const struct bbx_pol_hdr *p = bbx_policy();
+	if (!p)
+		return 0;
+	struct bbx_scratch *s = bbx_scratch();
+	char *res = s->lnk;
+	if (path) {
+		int rc = resolve_target(path, follow, res, s->tmp);
+		if (rc)
+			return rc;
+	} else if (bbx_path_fd(fd, res, PATH_MAX)) {
+		return 0; /* a pipe, socket or anonymous file: not part of any tree */
+	}
+	if (always_writable(res))
+		return 0;
+	struct bbx_pol_verdict v;
+	bbx_pol_write(p, res, &v);
+	if (v.decision == BBX_DEC_ALLOW)
+		return 0;
+	return bbx_pol_report(op, BBX_ACC_WRITE, path ? path : res,
+			      path && strcmp(path, res) ? res : NULL, NULL, NULL, NULL, &v);
+}
+
+__attribute__((constructor(101))) static void policy_ctor(void)
+{
+	bbx_cap_policy = write_hook;
+}
+
+/* ---- reads ---------------------------------------------------------------------- */
+
+static int has_partial = -1;
+
+int bbx_read_pre(const char *op, const char *path)
+{
+	const struct bbx_pol_hdr *p = bbx_policy();
+	if (!p || !p->n_deny_read || !path || path[0] != '/' || strstr(path, "/.."))
+		return 0; /* relative and ".." paths: decided after the call, by identity */
+	struct bbx_pol_verdict v;
+	bbx_pol_read(p, path, &v);
+	if (v.decision == BBX_DEC_ALLOW)
+		return 0;
+	return bbx_pol_report(op, BBX_ACC_READ, path, NULL, NULL, NULL, NULL, &v);
+}
+
+/* After the call reached an object: decided by its identity (and, for deny_read roots
+ * too large to list, by the kernel's name for fd). */
+int bbx_read_post(const char *op, const char *path, int fd, const struct stat *sb)
+{
+	const struct bbx_pol_hdr *p = bbx_policy();
+	if (!p || !p->n_deny_read)
+		return 0;
+	struct stat own;
+	if (!sb) {
+		if (fstat(fd, &own) < 0)
+			return 0;
+		sb = &own;
+	}
+	struct bbx_pol_verdict v;
+	if (bbx_pol_read_inode(p, sb->st_dev, sb->st_ino, &v))
+		return bbx_pol_report(op, BBX_ACC_READ, path, NULL, NULL, NULL, NULL, &v);
+	if (has_partial < 0) {
+		int hp = 0;
+		for (uint32_t i = 0; i < p->n_rules; i++)
+			hp |= bbx_pol_rules(p)[i].flags & BBX_RF_PARTIAL;
+		has_partial = hp != 0;
+	}
+	if (has_partial && fd >= 0) {
+		char real[PATH_MAX];
+		if (!bbx_path_fd(fd, real, sizeof real)) {
+			bbx_pol_read(p, real, &v);
+			if (v.decision != BBX_DEC_ALLOW)
+				return bbx_pol_report(op, BBX_ACC_READ, path, real, NULL, NULL,
+						      NULL, &v);
+		}
+	}
+	return 0;
+}
