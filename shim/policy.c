@@ -23,6 +23,8 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 /* A policy that refuses every mutation: used when J/policy exists but cannot be used. */
 static const struct {
@@ -94,6 +96,7 @@ const struct bbx_pol_hdr *bbx_policy(void)
 #define EXPLAIN_WINDOW_NS 10000000000ull
 static unsigned long long explain_t0;
 static unsigned explain_n, explain_dropped;
+static uint64_t explain_last;
 
 static const char *verb(int access)
 {
@@ -183,11 +186,17 @@ static void explain(const struct bbx_pol_hdr *p, int access, const char *target,
 		put(line, &n, sizeof line, ": ");
 		put(line, &n, sizeof line, v->reason);
 	}
-	put(line, &n, sizeof line, ")\n");
-	if (n >= sizeof line - 4) {
-		line[n - 2] = ')';
-		line[n - 1] = '\n';
+	put(line, &n, sizeof line, ")");
+	line[n++] = '\n'; /* put() leaves room for it */
+	/* The same refusal again (a shell trying each $PATH entry, a retry loop) is
+	 * counted, not repeated. */
+	uint64_t h = XXH64(line, n, 0);
+	if (h == explain_last) {
+		explain_n--;
+		explain_dropped++;
+		return;
 	}
+	explain_last = h;
 	(void)!write(2, line, n);
 }
 
