@@ -154,6 +154,43 @@ t() {
 	fi
 }
 
+# tr NAME LABEL ARG...: a read entry point under a policy whose deny_read is @W/d (the
+# directory d, its file inner, and the symlink l2 -> d made here).  The call must fail
+# with EACCES, reveal nothing (no inode number, no name, no link target on stdout), and
+# leave a DENY record of op NAME.  Three TAP lines per case.
+tr() {
+	if [ "$MODE" = count ]; then
+		COVERED[$1]=1
+		NRCASES=$((NRCASES + 1))
+		return
+	fi
+	local name=$1 label=$2 a rc
+	shift 2
+	mk_ws
+	ln -s d "$W/l2"
+	ln -s inner "$W/d/li"
+	local args=() J="$T_TMP/j.$((T_N + 1))" o="$T_TMP/case" P="$T_TMP/deny.ini"
+	for a in "$@"; do args+=("${a//@W/$W}"); done
+	printf '[paths]\nwrite = %s\ndeny_read = %s/d\n' "$W" "$W" >"$P"
+	(cd "$W" && bbx-run --policy "$P" --journal "$J" -- "$CW" "$name" "${args[@]}") \
+		>"$o.out" 2>"$o.err"
+	rc=$?
+	grep -q 'Permission denied' "$o.err" && [ $rc -ne 0 ]
+	rc=$?
+	[ $rc -ne 0 ] && { diag_file "$o.out"; diag_file "$o.err"; }
+	ok $rc "$name: $label: refused with EACCES"
+	! grep -qE '^ino |inner|^li$' "$o.out"
+	rc=$?
+	[ $rc -ne 0 ] && diag_file "$o.out"
+	ok $rc "$name: $label: nothing revealed"
+	bbx-log "$J" >"$o.log" 2>&1
+	grep -qE "^[0-9]+ [^ ]+ [0-9]+ DENY $name( |\$)" "$o.log"
+	rc=$?
+	[ $rc -ne 0 ] && diag_file "$o.log"
+	ok $rc "$name: $label: DENY record"
+}
+NRCASES=0
+
 # What a child program does: rewrite a pre-existing file, so the exec'd program's own
 # journaling (the shim re-inserted across exec) is undone too.
 SH='echo changed by child > @W/f'
@@ -291,10 +328,35 @@ cases() {
 	t open PRESERVE "O_TRUNC of a file with two links" @W/g wronly,trunc 0644 new
 	t unlink PRESERVE "one of two hard links" @W/d/hg
 	t rename RMDIR+RENAME "a directory over an empty one" @W/d @W/e
+	# ---- syscall(): mutating numbers go through the libc wrappers (their op name)
+	t syscall PRESERVE:unlink "SYS_unlink" unlink @W/f
+	t syscall CREATE:mkdir "SYS_mkdir" mkdir @W/nd 0755
+	t syscall RENAME:rename "SYS_rename" rename @W/f @W/f2
+	# ---- reads under deny_read (tr: refused, nothing revealed, DENY)
+	tr stat "a file in a denied directory" @W/d/inner
+	tr stat64 "through a symlink to a denied directory" @W/l2/inner
+	tr lstat "the denied directory itself" @W/d
+	tr lstat64 "via .." @W/e/../d/inner
+	tr fstatat "relative to a dirfd" @W d/inner
+	tr fstatat64 "relative, through a symlink" @W l2/inner
+	tr statx "relative to a dirfd" @W d/inner
+	tr __xstat "a file in a denied directory" @W/d/inner
+	tr __xstat64 "through a symlink" @W/l2/inner
+	tr __lxstat "the denied directory" @W/d
+	tr __lxstat64 "via .." @W/e/../d/inner
+	tr __fxstatat "relative to a dirfd" @W d/inner
+	tr __fxstatat64 "relative, through a symlink" @W l2/inner
+	tr readlink "a symlink inside the denied directory" @W/d/li
+	tr readlinkat "relative to a dirfd" @W d/li
+	tr opendir "the denied directory" @W/d
+	tr opendir "through a symlink" @W/l2
+	tr open "O_RDONLY through a symlink" @W/l2/inner rdonly 0
+	tr fopen "\"r\" via .." @W/e/../d/inner r
 }
 
 cases
-plan $((NCASES * 4 + 5))
+COVERED[fdopendir]=1 # below: needs a descriptor opened outside the run
+plan $((NCASES * 4 + NRCASES * 3 + 5 + 5))
 
 # ---- the lists agree ------------------------------------------------------------------
 sort -u <(printf '%s\n' "${NAMES[@]}") >"$T_TMP/def"
@@ -330,5 +392,30 @@ ok $? "libbbxshim.so exports exactly the wrappers.def names"
 # ---- one case per entry point and behaviour ---------------------------------------------
 MODE=run
 cases
+
+# fdopendir of a denied directory's descriptor inherited from outside the run (opened
+# before bbx-run, so no wrapped open saw it): refused by the descriptor's identity.
+mk_ws
+printf '[paths]\nwrite = %s\ndeny_read = %s/d\n' "$W" "$W" >"$T_TMP/deny.ini"
+J="$T_TMP/j.fdopendir"
+exec 7<"$W/d"
+bbx-run --policy "$T_TMP/deny.ini" --journal "$J" -- "$CW" fdopendir 7 >"$T_TMP/fd.out" 2>"$T_TMP/fd.err"
+rc=$?
+exec 7<&-
+[ $rc -ne 0 ] && grep -q 'Permission denied' "$T_TMP/fd.err"
+ok $? "fdopendir: inherited descriptor of a denied directory: refused with EACCES"
+! grep -q inner "$T_TMP/fd.out"
+ok $? "fdopendir: nothing revealed"
+bbx-log "$J" 2>&1 | grep -qE '^[0-9]+ [^ ]+ [0-9]+ DENY fdopendir( |$)'
+ok $? "fdopendir: DENY record"
+
+# io_uring_setup: refused with ENOSYS (programs fall back to calls the shim sees), and an
+# unrelated number passes through untouched.
+W=$(new_ws)
+out=$(bbx-run --quiet --journal "$T_TMP/j.uring" -- "$CW" syscall io_uring_setup 2>&1)
+case $out in *"errno 38"*) rc=0 ;; *) rc=1; diag "$out" ;; esac
+ok $rc "syscall: io_uring_setup refused with ENOSYS"
+bbx-run --quiet --journal "$T_TMP/j.getpid" -- "$CW" syscall getpid
+ok $? "syscall: SYS_getpid passes through (returns the caller's pid)"
 
 finish
