@@ -7,6 +7,7 @@
 #include "common.h"
 #include "journal/capture.h"
 #include "journal/undo.h"
+#include "sandbox.h"
 
 #include <err.h>
 #include <errno.h>
@@ -169,6 +170,9 @@ int main(int argc, char **argv)
 		sigaction(SIGQUIT, &oq, NULL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
+		char why[512];
+		if (bbx_sandbox_apply(NULL, dir, why, sizeof why) && !quiet)
+			fprintf(stderr, "bbx-run: %s\n", why);
 		execvp(cmd[0], cmd);
 		int e = errno;
 		warn("%s", cmd[0]);

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * sandbox.c - the kernel layers bbx-run puts under the shim (DESIGN.md, Coverage), in
+ * the child just before it executes the command, inherited by every descendant and
+ * escaped by no raw syscall:
+ *
+ *  - seccomp (libseccomp): io_uring_setup/enter/register fail with ENOSYS (io_uring
+ *    submits file operations no wrapper sees; libuv and others fall back to ordinary
+ *    calls), and mount, pivot_root, kexec, bpf, module loading, reboot, swap,
+ *    open_by_handle_at (opens a file without a path, past every path rule) and ptrace
+ *    (another process's memory, hence its shim) fail with EPERM.
+ *  - Landlock: in enforce mode, creating, removing, renaming and writing files is
+ *    allowed by the kernel only beneath the write roots, the journal directory and /dev
+ *    (terminals, /dev/null).  A second line behind the shim for programs the shim cannot
+ *    enter (static, setuid); the shim refuses first, with a DENY record and an
+ *    explanation, for everything it sees.  Protect entries inside write roots remain
+ *    the shim's alone (Landlock cannot take back a right below a granted directory).
+ *
+ * Each layer degrades gracefully: where the kernel lacks it, bbx-run says so once and
+ * goes on.
+ */
+#include "sandbox.h"
+
+#include "journal/record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+/* Debian 12's kernel headers (6.1) predate ABI 3. */
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int seccomp_layer(char *msg, size_t cap)
+{
+	static const char *const enosys[] = {"io_uring_setup", "io_uring_enter",
+					     "io_uring_register"};
+	static const char *const eperm[] = {
+		"mount",	 "umount2",	  "pivot_root",	   "move_mount",
+		"open_tree",	 "fsopen",	  "fsmount",	   "kexec_load",
+		"kexec_file_load", "bpf",	  "init_module",   "finit_module",
+		"delete_module", "reboot",	  "swapon",	   "swapoff",
+		"open_by_handle_at", "ptrace",	  "process_vm_writev"};
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx) {
+		snprintf(msg, cap, "seccomp unavailable (seccomp_init failed)");
+		return -1;
+	}
+	int rc = 0;
+	for (size_t i = 0; !rc && i < sizeof enosys / sizeof enosys[0]; i++) {
+		int nr = seccomp_syscall_resolve_name(enosys[i]);
+		if (nr != __NR_SCMP_ERROR)
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+	}
+	for (size_t i = 0; !rc && i < sizeof eperm / sizeof eperm[0]; i++) {
+		int nr = seccomp_syscall_resolve_name(eperm[i]);
+		if (nr != __NR_SCMP_ERROR)
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	}
+	/* Without CAP_SYS_ADMIN the kernel takes a filter only from a process that cannot
+	 * gain privileges by exec (setuid programs then run unprivileged). */
+	if (!rc && geteuid() != 0)
+		rc = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? -errno : 0;
+	if (!rc)
+		rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (rc) {
+		snprintf(msg, cap, "seccomp filter not loaded: %s", strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+static int ll_add(int ruleset, const char *path, __u64 access)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* a root that does not exist (yet): nothing to grant */
+	struct landlock_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
+	long r = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+	int e = errno;
+	close(fd);
+	/* EINVAL: access rights that do not apply to a file root (e.g. MAKE_DIR): retry
+	 * with the file subset. */
+	if (r < 0 && e == EINVAL) {
+		fd = open(path, O_PATH | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		pb.parent_fd = fd;
+		pb.allowed_access = access & (LANDLOCK_ACCESS_FS_WRITE_FILE |
+					      LANDLOCK_ACCESS_FS_TRUNCATE);
+		r = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+		e = errno;
+		close(fd);
+	}
+	return r < 0 ? -e : 0;
+}
+
+static int landlock_layer(const struct bbx_pol_hdr *p, const char *jdir, char *msg, size_t cap)
+{
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 1) {
+		snprintf(msg, cap, "Landlock unavailable in this kernel: write roots enforced by "
+				   "the shim alone");
+		return -1;
+	}
+	__u64 w = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+		  LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+		  LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+		  LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+		  LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+	if (abi >= 2)
+		w |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		w |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	struct landlock_ruleset_attr ra = {.handled_access_fs = w};
+	int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof ra, 0);
+	if (rs < 0) {
+		snprintf(msg, cap, "Landlock ruleset not created: %s", strerror(errno));
+		return -1;
+	}
+	int rc = 0;
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	for (uint32_t i = 0; !rc && i < p->n_rules; i++)
+		if (r[i].section == BBX_PS_WRITE && p->mode == BBX_MODE_ENFORCE)
+			rc = ll_add(rs, bbx_pol_str(p, r[i].value), w);
+	if (!rc)
+		rc = ll_add(rs, jdir, w);
+	/* /dev: writing to terminals and /dev/null; nothing is created there. */
+	if (!rc)
+		rc = ll_add(rs, "/dev", LANDLOCK_ACCESS_FS_WRITE_FILE |
+					 (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0));
+	if (!rc && geteuid() != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		rc = -errno;
+	if (!rc && syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+		rc = -errno;
+	close(rs);
+	if (rc) {
+		snprintf(msg, cap, "Landlock not applied: %s", strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+int bbx_sandbox_apply(const struct bbx_pol_hdr *p, const char *jdir, char *msg, size_t cap)
+{
+	msg[0] = 0;
+	int bad = seccomp_layer(msg, cap) < 0;
+	/* Landlock only where the policy restricts writes to roots and refuses: with no
+	 * write root at all, or in audit mode, there is nothing for the kernel to enforce. */
+	if (p && p->mode != BBX_MODE_AUDIT && (p->n_write || p->mode == BBX_MODE_SAFE)) {
+		size_t n = strlen(msg);
+		if (landlock_layer(p, jdir, msg + n + (n ? 2 : 0), cap - n - 2) < 0) {
+			if (n)
+				msg[n] = ';', msg[n + 1] = ' ';
+			bad = 1;
+		}
+	}
+	return bad ? -1 : 0;
+}
