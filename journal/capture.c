@@ -704,7 +704,9 @@ int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
-	POLICY(op, fd >= 0 ? NULL : path, fd, 1);
+	/* Through a descriptor open for writing, the open was the decision. */
+	if (fd < 0)
+		POLICY(op, path, -1, 1);
 	struct stat sb;
 	if ((fd >= 0 ? k_fstat(fd, &sb) : k_stat(path, &sb)) < 0 || !S_ISREG(sb.st_mode))
 		return 0;
@@ -738,7 +740,6 @@ int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd, int inplace)
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
-	POLICY(op, NULL, fd, 1);
 	struct stat sb;
 	if (k_fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_nlink == 0)
 		return 0;

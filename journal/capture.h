@@ -30,6 +30,7 @@ struct bbx_scratch {
 	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
 	uint8_t rec[BBX_REC_BUF];
 	char obj[PATH_MAX], tmp[PATH_MAX], lnk[PATH_MAX];
+	char pol[PATH_MAX]; /* the shim's policy: what an open decided on is reopened as */
 };
 
 /* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at

@@ -60,13 +60,19 @@ static inline int may_mutate(int flags)
 		int rc_ = bbx_usable();                                                     \
 		if (!rc_)                                                                   \
 			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
+		bbx_pol_hold = 1;                                                           \
 		if (!rc_)                                                                   \
 			rc_ = bbx_cap_open(&bbx_run, opname, bbx_tp.a, (flags), (mode),     \
 					   bbx_tp.b, &pend_);                               \
-		if (rc_)                                                                    \
+		char pn_[NAME_MAX + 1];                                                     \
+		int pfd_ = bbx_pol_take(pn_);                                               \
+		if (rc_) {                                                                  \
+			if (pfd_ >= 0)                                                      \
+				close(pfd_);                                                \
 			return bbx_refuse(rc_);                                             \
+		}                                                                           \
 		unsigned gen_ = bbx_call_begin(saved_);                                     \
-		int fd_ = realcall;                                                         \
+		int fd_ = pfd_ >= 0 ? bbx_pol_openat(pfd_, pn_, (flags), (mode)) : realcall; \
 		int e_ = errno;                                                             \
 		if (bbx_call_end(gen_))                                                     \
 			pend_.path = NULL; /* scratch reused by a signal handler */        \

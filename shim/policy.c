@@ -289,8 +289,12 @@ static int always_writable(const char *p)
 
 /* Where a call naming path really lands: the parent directory as the kernel resolves
  * it, plus the last component; with follow, a final symlink (dangling ones included:
- * O_CREAT through them creates the target) is followed.  out and tmp hold PATH_MAX. */
-static int resolve_target(const char *path, int follow, char *out, char *tmp)
+ * O_CREAT through them creates the target) is followed.  out and tmp hold PATH_MAX.
+ * With hold (the open family), the O_PATH descriptor decided on is kept in *hold_fd
+ * and s->pol names what to open relative to it ("" = the descriptor itself), so the
+ * call reaches exactly what was decided (no check-then-use race on the path). */
+static int resolve_target(const char *path, int follow, char *out, char *tmp, int *hold_fd,
+			  char *hold_name)
 {
 	char cur[PATH_MAX];
 	size_t l = strnlen(path, PATH_MAX);
@@ -301,6 +305,11 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp)
 		int fd = open(cur, O_PATH | O_CLOEXEC);
 		if (fd >= 0) {
 			int rc = bbx_path_fd(fd, out, PATH_MAX);
+			if (!rc && hold_fd) {
+				*hold_fd = fd;
+				hold_name[0] = 0;
+				return 0;
+			}
 			close(fd);
 			if (!rc)
 				return 0;
@@ -336,7 +345,12 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp)
 		memcpy(out, cur, strlen(cur) + 1);
 		return 0;
 	}
-	close(fd);
+	if (hold_fd && *last && strlen(last) <= NAME_MAX) {
+		*hold_fd = fd;
+		strcpy(hold_name, last);
+	} else {
+		close(fd);
+	}
 	if (!*last || !strcmp(last, ".") || !strcmp(last, ".."))
 		return 0;
 	size_t ol = strlen(out);
@@ -348,6 +362,9 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp)
 	return 0;
 }
 
+__thread int bbx_pol_fd __attribute__((tls_model("initial-exec"))) = -1;
+__thread int bbx_pol_hold __attribute__((tls_model("initial-exec")));
+
 static int write_hook(const char *op, const char *path, int fd, int follow)
 {
 	const struct bbx_pol_hdr *p = bbx_policy();
@@ -356,7 +373,9 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 	struct bbx_scratch *s = bbx_scratch();
 	char *res = s->lnk;
 	if (path) {
-		int rc = resolve_target(path, follow, res, s->tmp);
+		int hold = bbx_pol_hold && bbx_pol_fd < 0;
+		int rc = resolve_target(path, follow, res, s->tmp, hold ? &bbx_pol_fd : NULL,
+					s->pol);
 		if (rc)
 			return rc;
 	} else if (bbx_path_fd(fd, res, PATH_MAX)) {
@@ -368,8 +387,39 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 	bbx_pol_write(p, res, &v);
 	if (v.decision == BBX_DEC_ALLOW)
 		return 0;
-	return bbx_pol_report(op, BBX_ACC_WRITE, path ? path : res,
+	int rc = bbx_pol_report(op, BBX_ACC_WRITE, path ? path : res,
 			      path && strcmp(path, res) ? res : NULL, NULL, NULL, NULL, &v);
+	if (rc && bbx_pol_fd >= 0) {
+		close(bbx_pol_fd);
+		bbx_pol_fd = -1;
+	}
+	return rc;
+}
+
+int bbx_pol_take(char name[NAME_MAX + 1])
+{
+	int fd = bbx_pol_fd;
+	bbx_pol_fd = -1;
+	bbx_pol_hold = 0;
+	if (fd >= 0)
+		memcpy(name, bbx_scratch()->pol, NAME_MAX + 1);
+	return fd;
+}
+
+int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode)
+{
+	int r;
+	if (name[0]) {
+		r = BBX_REAL(openat)(fd, name, flags, mode);
+	} else {
+		char self[40];
+		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+		r = BBX_REAL(open)(self, flags, mode);
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return r;
 }
 
 __attribute__((constructor(101))) static void policy_ctor(void)

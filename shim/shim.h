@@ -189,6 +189,16 @@ int bbx_pol_report(const char *op, int access, const char *path, const char *pat
 		   const char *addr, const char *host, char *const argv[],
 		   const struct bbx_pol_verdict *v);
 
+/* The open family's reopen (policy.c): with bbx_pol_hold set before the capture, the
+ * policy keeps the O_PATH descriptor it decided on in bbx_pol_fd.  bbx_pol_take()
+ * (guard held) hands it over with the name to open relative to it ("" = the object
+ * itself, reopened through /proc/self/fd), or returns -1; bbx_pol_openat() then opens
+ * exactly what was decided (no check-then-use race on the path) and closes it. */
+extern __thread int bbx_pol_fd __attribute__((tls_model("initial-exec")));
+extern __thread int bbx_pol_hold __attribute__((tls_model("initial-exec")));
+int bbx_pol_take(char name[NAME_MAX + 1]);
+int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode);
+
 /* Reads (deny_read).  bbx_pol_reads is 0 once the policy is known to have nothing to
  * say about reads: the read-only fast path tests only that.  bbx_read_pre decides on an
  * absolute path's words before the call; bbx_read_post on the identity of what the call
