@@ -18,3 +18,6 @@ EXTRA_DIST += tests/e2e/t-rt-adversarial.sh
 # LD_PRELOAD alone, the state directory and its latest link
 TESTS += tests/e2e/t-preload.sh
 EXTRA_DIST += tests/e2e/t-preload.sh
+# policy: path, read and exec enforcement by real programs under fixture policies
+TESTS += tests/e2e/t-policy.sh
+EXTRA_DIST += tests/e2e/t-policy.sh

@@ -8,3 +8,7 @@ tests_progs_callwrap_CFLAGS = $(AM_CFLAGS) -fvisibility=default
 # sighandler: a mutation from a signal handler during a blocking wrapped call.
 check_PROGRAMS += tests/progs/sighandler
 tests_progs_sighandler_SOURCES = tests/progs/sighandler.c
+# staticprog: statically linked (no PT_INTERP), for [exec] static and Landlock.
+check_PROGRAMS += tests/progs/staticprog
+tests_progs_staticprog_SOURCES = tests/progs/staticprog.c
+tests_progs_staticprog_LDFLAGS = -all-static

@@ -1,0 +1,194 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# t-policy.sh - path and exec enforcement by real programs under fixture policies
+# (issue 3; bbx-policy(5)).  Every refusal must: fail the program's call (EACCES for
+# paths, EPERM for exec and safe mode), leave the target untouched, write a DENY record
+# naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
+# must still work.
+. "$BBX_SRCDIR/tests/e2e/lib.sh"
+plan 60
+
+STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
+# Outside every write root of the fixtures (which name only the workspace).
+OUT=$(mktemp -d /var/tmp/bbx-out.XXXXXX)
+trap 'rm -rf "$T_TMP" "$OUT"' EXIT
+FAKEHOME="$T_TMP/home"
+mkdir -p "$FAKEHOME/.ssh"
+SECRET="SECRET-KEY-$RANDOM$RANDOM"
+echo "$SECRET" >"$FAKEHOME/.ssh/id_rsa"
+echo keep >"$OUT/existing"
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@e GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@e
+export GIT_CONFIG_NOSYSTEM=1
+
+# pol NAME BODY: a fixture policy file.
+pol() { printf '%b' "$2" >"$T_TMP/$1.ini"; echo "$T_TMP/$1.ini"; }
+ENFORCE=$(pol enforce "[general]\nmode = enforce\n[paths]\nwrite = \${WORKSPACE}\nprotect = \${WORKSPACE}/.git/hooks\ndeny_read = $FAKEHOME/.ssh\n[exec]\ndeny = touch */forbidden-marker\nlog = git push*\nstatic = deny\n")
+
+# run POLICY J CMD...: in the workspace $W, under bbx-run; stdout+stderr to $T_TMP/o.
+N=0
+run() {
+	local p=$1
+	shift
+	N=$((N + 1))
+	J="$T_TMP/j.$N"
+	(cd "$W" && HOME="$FAKEHOME" bbx-run --quiet --policy "$p" --journal "$J" -- "$@") >"$T_TMP/o" 2>&1
+}
+# denied OP SUBSTR: the journal J has a DENY record of op OP whose path (or path2, or
+# argv) contains SUBSTR, with a rule or reason.
+denied() {
+	bbx-log --json "$J" 2>/dev/null | python3 -c '
+import json, sys
+op, sub = sys.argv[1], sys.argv[2]
+for line in sys.stdin:
+    r = json.loads(line)
+    if r.get("type") != "DENY" or (op and r.get("op") != op):
+        continue
+    hay = [str(r.get("path", "")), str(r.get("path2", "")), " ".join(r.get("argv") or [])]
+    if any(sub in h for h in hay) and (r.get("rule") or r.get("reason")):
+        sys.exit(0)
+sys.exit(1)' "$1" "$2"
+}
+said() { grep -q "$1" "$T_TMP/o" || { diag "stderr lacks: $1"; sed 's/^/#   /' "$T_TMP/o" | head -8 >&2; return 1; }; }
+
+# ---- writes outside the write roots, by several programs ------------------------------
+W=$(new_ws)
+run "$ENFORCE" sh -c "echo x > $OUT/a"
+[ $? -ne 0 ] && [ ! -e "$OUT/a" ]; ok $? "sh redirection outside the workspace: refused, nothing created"
+denied "" "$OUT/a"; ok $? "... DENY record"
+said "bbx: refused write to $OUT/a (.*\[paths\] write: outside write roots)"; ok $? "... one explanation line naming the rule"
+run "$ENFORCE" cp /etc/hostname "$OUT/b"
+[ $? -ne 0 ] && [ ! -e "$OUT/b" ] && said "Permission denied"; ok $? "cp outside: refused with EACCES"
+denied "" "$OUT/b"; ok $? "... DENY record"
+run "$ENFORCE" python3 -c "open('$OUT/c', 'w').write('x')"
+[ $? -ne 0 ] && [ ! -e "$OUT/c" ] && said PermissionError; ok $? "python3 open('w') outside: PermissionError"
+run "$ENFORCE" python3 -c "import os; os.remove('$OUT/existing')"
+[ $? -ne 0 ] && [ "$(cat "$OUT/existing")" = keep ]; ok $? "python3 os.remove outside: refused, file intact"
+run "$ENFORCE" git init -q "$OUT/repo"
+[ $? -ne 0 ] && [ ! -e "$OUT/repo/.git/HEAD" ]; ok $? "git init outside: refused"
+run "$ENFORCE" sed -i s/keep/gone/ "$OUT/existing"
+[ $? -ne 0 ] && [ "$(cat "$OUT/existing")" = keep ]; ok $? "sed -i outside: refused, file intact"
+run "$ENFORCE" env -i /bin/sh -c "echo x > $OUT/d"
+[ $? -ne 0 ] && [ ! -e "$OUT/d" ]; ok $? "env -i child: still enforced"
+run "$ENFORCE" mv "$OUT/existing" "$W/moved"
+[ $? -ne 0 ] && [ -e "$OUT/existing" ] && [ ! -e "$W/moved" ]; ok $? "mv from outside into the workspace: refused (the source is a mutation too)"
+
+# ---- indirection: symlinks and ".." out of the write root ------------------------------
+ln -s "$OUT" "$W/esc"
+run "$ENFORCE" sh -c "echo x > esc/e"
+[ $? -ne 0 ] && [ ! -e "$OUT/e" ]; ok $? "write through a symlink that leaves the workspace: refused"
+ln -s "$OUT/f" "$W/dangling"
+run "$ENFORCE" sh -c "echo x > dangling"
+[ $? -ne 0 ] && [ ! -e "$OUT/f" ]; ok $? "O_CREAT through a dangling symlink pointing outside: refused"
+run "$ENFORCE" sh -c "echo x > ../$(basename "$W")/../g"
+[ $? -ne 0 ] && [ ! -e "$(dirname "$W")/g" ]; ok $? "write via .. out of the workspace: refused"
+run "$ENFORCE" python3 -c "import os; os.symlink('x', '$OUT/h')"
+[ $? -ne 0 ] && [ ! -L "$OUT/h" ]; ok $? "symlink created outside: refused"
+run "$ENFORCE" chmod 777 "$OUT/existing"
+[ $? -ne 0 ] && [ "$(stat -c %a "$OUT/existing")" != 777 ]; ok $? "chmod outside: refused"
+
+# ---- what the policy allows still works --------------------------------------------------
+run "$ENFORCE" sh -c 'echo fine > inside && cp inside copy && mkdir -p a/b && mv copy a/b/ && rm inside && cat a/b/copy'
+[ $? -eq 0 ] && grep -q fine "$T_TMP/o" && [ -f "$W/a/b/copy" ]; ok $? "writes inside the workspace: allowed"
+run "$ENFORCE" sh -c 'git init -q . && echo a > a.txt && git add a.txt && git commit -qm one && git log --oneline | wc -l'
+[ $? -eq 0 ] && [ -d "$W/.git" ]; ok $? "git init/add/commit inside the workspace: allowed"
+run "$ENFORCE" python3 -c "open('py.txt','w').write('ok'); import subprocess; subprocess.run(['cat','py.txt'], check=True)"
+[ $? -eq 0 ] && [ "$(cat "$W/py.txt")" = ok ]; ok $? "python3 writes and subprocesses inside: allowed"
+run "$ENFORCE" sh -c 'echo quiet > /dev/null && ls / >/dev/null'
+[ $? -eq 0 ]; ok $? "/dev/null and reading outside: allowed"
+
+# ---- protect ------------------------------------------------------------------------------
+run "$ENFORCE" sh -c 'echo evil > .git/hooks/pre-commit'
+[ $? -ne 0 ] && [ ! -e "$W/.git/hooks/pre-commit" ]; ok $? "protected path inside a write root: refused"
+denied "" ".git/hooks/pre-commit"; ok $? "... DENY record"
+said "protected"; ok $? "... explained as protected"
+
+# ---- deny_read: directly, through a symlink, through "..", by several programs -----------
+run "$ENFORCE" cat "$FAKEHOME/.ssh/id_rsa"
+[ $? -ne 0 ] && ! grep -q "$SECRET" "$T_TMP/o"; ok $? "cat of a deny_read file: refused, secret not shown"
+denied "" ".ssh/id_rsa"; ok $? "... DENY record"
+said "bbx: refused read of"; ok $? "... explained"
+ln -s "$FAKEHOME/.ssh" "$W/keys"
+run "$ENFORCE" cat keys/id_rsa
+[ $? -ne 0 ] && ! grep -q "$SECRET" "$T_TMP/o"; ok $? "cat through a symlink into deny_read: refused"
+run "$ENFORCE" sh -c "cat $W/../$(basename "$T_TMP")/home/.ssh/id_rsa 2>&1; cd $T_TMP/home/.ssh/.. && cat .ssh/../.ssh/id_rsa"
+! grep -q "$SECRET" "$T_TMP/o"; ok $? "cat through .. into deny_read: refused"
+run "$ENFORCE" python3 -c "print(open('keys/id_rsa').read())"
+[ $? -ne 0 ] && ! grep -q "$SECRET" "$T_TMP/o"; ok $? "python3 open through a symlink: refused"
+run "$ENFORCE" ls keys/
+[ $? -ne 0 ] && ! grep -q id_rsa "$T_TMP/o"; ok $? "listing a deny_read directory through a symlink: refused"
+run "$ENFORCE" cp keys/id_rsa stolen
+[ $? -ne 0 ] && [ ! -s "$W/stolen" ]; ok $? "cp of a secret into the workspace: refused, nothing copied"
+ln "$FAKEHOME/.ssh/id_rsa" "$T_TMP/hardlink" 2>/dev/null
+run "$ENFORCE" cat "$T_TMP/hardlink"
+[ $? -ne 0 ] && ! grep -q "$SECRET" "$T_TMP/o"; ok $? "cat of a hard link to a deny_read file (made before the run): refused by identity"
+run "$ENFORCE" tar cf - -C "$FAKEHOME" .ssh
+! grep -aq "$SECRET" "$T_TMP/o"; ok $? "tar of the deny_read directory: secret not in the archive"
+
+# ---- exec rules ---------------------------------------------------------------------------
+run "$ENFORCE" sh -c "touch $W/forbidden-marker; echo rc=\$?"
+[ ! -e "$W/forbidden-marker" ] && said "Operation not permitted"; ok $? "denied command line: EPERM, never ran"
+denied "" "forbidden-marker"; ok $? "... DENY record with the argv"
+said "bbx: refused exec of touch $W/forbidden-marker (.*enforce.ini:9 \[exec\] deny"; ok $? "... explained with file:line"
+run "$ENFORCE" python3 -c "import subprocess; subprocess.run(['touch', '$W/forbidden-marker'])"
+[ ! -e "$W/forbidden-marker" ]; ok $? "denied command from python3 subprocess: never ran"
+run "$ENFORCE" python3 -c "import os; os.system('touch $W/forbidden-marker')"
+[ ! -e "$W/forbidden-marker" ]; ok $? "denied command from system(): never ran"
+run "$ENFORCE" env -i /usr/bin/touch "$W/forbidden-marker"
+[ ! -e "$W/forbidden-marker" ]; ok $? "denied command from an env -i parent: never ran"
+run "$ENFORCE" touch "$W/forbidden-marker"
+[ $? -ne 0 ] && [ ! -e "$W/forbidden-marker" ]; ok $? "denied command as bbx-run's own command: never ran"
+run "$ENFORCE" touch "$W/allowed-marker"
+[ $? -eq 0 ] && [ -e "$W/allowed-marker" ]; ok $? "a command no rule denies: runs"
+run "$ENFORCE" sh -c 'git push --dry-run 2>/dev/null; true'
+bbx-log --json "$J" 2>/dev/null | grep -q '"git push'; ok $? "log rule: git push recorded"
+
+# ---- programs the shim cannot enter --------------------------------------------------------
+run "$ENFORCE" sh -c "$STATIC $W/static-out"
+[ ! -e "$W/static-out" ] && said "statically linked"; ok $? "static = deny: a static binary is refused"
+denied "" "staticprog"; ok $? "... DENY record"
+WARN=$(pol warn "[paths]\nwrite = \${WORKSPACE}\n[exec]\nstatic = warn\n")
+run "$WARN" sh -c "$STATIC $W/static-in && echo ran"
+grep -q ran "$T_TMP/o" && [ -e "$W/static-in" ] && said "bbx: warning: "; ok $? "static = warn: runs, with a warning"
+run "$WARN" sh -c "$STATIC $OUT/static-out"
+[ ! -e "$OUT/static-out" ]; ok $? "static binary writing outside the write roots: stopped by Landlock"
+ALLOWS=$(pol allows "[paths]\nwrite = \${WORKSPACE}\n[exec]\nstatic = allow\n")
+run "$ALLOWS" sh -c "$STATIC $W/static-ok"
+[ $? -eq 0 ] && [ -e "$W/static-ok" ] && ! said "bbx:" 2>/dev/null; ok $? "static = allow: runs silently"
+
+# ---- modes ------------------------------------------------------------------------------
+AUDIT=$(pol audit "[general]\nmode = audit\n[paths]\nwrite = \${WORKSPACE}\ndeny_read = $FAKEHOME/.ssh\n[exec]\ndeny = touch */forbidden-marker\n")
+run "$AUDIT" sh -c "echo x > $OUT/audited; cat $FAKEHOME/.ssh/id_rsa; touch $W/forbidden-marker"
+[ -e "$OUT/audited" ] && [ -e "$W/forbidden-marker" ] && grep -q "$SECRET" "$T_TMP/o"; ok $? "mode = audit: nothing refused"
+denied "" "$OUT/audited" && denied "" ".ssh/id_rsa" && denied "" "forbidden-marker"; ok $? "... but each would-be refusal recorded"
+said "bbx: audit: would refuse write to $OUT/audited"; ok $? "... and explained as audit"
+rm -f "$OUT/audited" "$W/forbidden-marker"
+SAFE=$(pol safe "[general]\nmode = safe\n")
+echo before >"$W/s.txt"
+run "$SAFE" sh -c "echo after > s.txt"
+[ $? -ne 0 ] && [ "$(cat "$W/s.txt")" = before ]; ok $? "mode = safe: an overwrite is refused"
+run "$SAFE" rm s.txt
+[ $? -ne 0 ] && [ -e "$W/s.txt" ] && said "Operation not permitted"; ok $? "mode = safe: rm refused with EPERM"
+run "$SAFE" mkdir newdir
+[ $? -ne 0 ] && [ ! -e "$W/newdir" ]; ok $? "mode = safe: mkdir refused"
+run "$SAFE" sh -c 'cat s.txt && ls >/dev/null'
+[ $? -eq 0 ] && grep -q before "$T_TMP/o"; ok $? "mode = safe: reading still works"
+
+# ---- explanations -----------------------------------------------------------------------
+QUIET=$(pol quiet "[general]\nexplain = off\n[paths]\nwrite = \${WORKSPACE}\n")
+run "$QUIET" sh -c "echo x > $OUT/q"
+[ ! -e "$OUT/q" ] && ! grep -q '^bbx:' "$T_TMP/o"; ok $? "explain = off: refused silently"
+denied "" "$OUT/q"; ok $? "... still recorded"
+run "$ENFORCE" sh -c "for i in \$(seq 1 60); do echo x > $OUT/loop\$i; done 2>/dev/null"
+n=$(grep -c '^bbx: refused' "$T_TMP/o")
+[ "$n" -ge 1 ] && [ "$n" -le 11 ]; ok $? "a loop of 60 refusals prints at most 11 lines (printed $n)"
+c=$(bbx-log --json "$J" 2>/dev/null | grep -c '"DENY"')
+[ "$c" -ge 60 ]; ok $? "... while all 60 are recorded ($c DENY records)"
+
+# ---- the policy file itself ----------------------------------------------------------------
+BAD=$(pol bad "[paths]\nwrite = relative/path\n")
+(cd "$W" && bbx-run --quiet --policy "$BAD" --journal "$T_TMP/j.bad" -- touch "$W/never") >"$T_TMP/o" 2>&1
+rc=$?
+[ $rc -eq 2 ] && [ ! -e "$W/never" ] && said "bad.ini:2:"; ok $? "a malformed policy: refused before anything runs (exit 2, file:line)"
+run "$ENFORCE" sh -c 'echo x > "$BBX_JOURNAL/journal"'
+[ $? -ne 0 ]; ok $? "the journal directory is always protected"
+finish
