@@ -39,16 +39,19 @@ static int preload_has_shim(const char *v)
 
 void bbx_env_init(void)
 {
-	Dl_info self;
 	const char *path = NULL;
-	if (dladdr((void *)bbx_env_init, &self) && self.dli_fname && self.dli_fname[0])
+	const char *pre = getenv("LD_PRELOAD");
+	/* Our own file name: LD_PRELOAD names it in every process a run starts.  Only
+	 * otherwise (a renamed copy, a dlopen) ask dladdr, which costs ~10k instructions
+	 * per process start (callgrind). */
+	Dl_info self;
+	if (!(pre && preload_has_shim(pre)) && dladdr((void *)bbx_env_init, &self) &&
+	    self.dli_fname && self.dli_fname[0]) {
 		path = self.dli_fname;
-	if (path) {
 		const char *b = strrchr(path, '/');
 		shim_base = b ? b + 1 : path;
 		shim_base_len = strlen(shim_base);
 	}
-	const char *pre = getenv("LD_PRELOAD");
 	size_t cap = sizeof bbx_env_arena - bbx_env_used;
 	env_preload = bbx_env_arena + bbx_env_used;
 	snprintf(env_preload, cap < PATH_MAX + 16 ? cap : PATH_MAX + 16, "LD_PRELOAD=%s",

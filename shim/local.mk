@@ -12,7 +12,7 @@ shim_libbbxshim_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sectio
 # (perf stat -r 200 /bin/true, 2 vs 4 segments, interleaved), out of ~130.  What RELRO
 # would protect (the GOT) matters little in a library whose real-function pointers live
 # in writable memory by design.
-shim_libbbxshim_la_LDFLAGS = -module -avoid-version -shared -Wl,--no-undefined -Wl,--gc-sections \
+shim_libbbxshim_la_LDFLAGS = -module -avoid-version -shared -Wl,--no-undefined -Wl,--gc-sections -Wl,-Bsymbolic-functions \
 	-Wl,-O1 -Wl,-z,norelro -Wl,-z,noseparate-code
 shim_libbbxshim_la_LIBADD = journal/libbbxjournal.la policy/libbbxpol.la -ldl
 EXTRA_DIST += shim/wrappers.def
