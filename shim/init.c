@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+extern char **environ;
 
 #define BBX_WRAP(name, ret, params) ret(*bbx_real_##name) params;
 #include "wrappers.def"
@@ -66,6 +70,54 @@ static void warn_once(const char *what, int err)
 		(void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
+/* A run the shim creates itself (LD_PRELOAD alone) gets its policy the way bbx-run's
+ * do: bbx-policy compiles it once (the lookup order of bbx-policy(5): BBX_POLICY,
+ * $XDG_CONFIG_HOME/bbx, /etc/bbx, the built-in default) into the run directory, and
+ * every process of the run maps the result (no INI parsing here).  If the policy is
+ * malformed, an empty J/policy is left: every process then refuses all mutations
+ * (bbx-policy's message says why).  Without the tool, the run is journaled only, and
+ * one line says so. */
+static void compile_policy(const char *dir)
+{
+	char out[PATH_MAX], tool[PATH_MAX];
+	if (snprintf(out, sizeof out, "%s/policy", dir) >= (int)sizeof out)
+		return;
+	const char *t = getenv("BBX_POLICY_TOOL");
+	snprintf(tool, sizeof tool, "%s", t && *t ? t : BBX_BINDIR "/bbx-policy");
+	if (access(tool, X_OK))
+		snprintf(tool, sizeof tool, "bbx-policy"); /* from $PATH */
+	char *argv[] = {"bbx-policy", "compile", "-o", out, NULL};
+	/* The compiler runs without the shim (it is not part of the run). */
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char *env[n + 1];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+			env[k++] = environ[i];
+	env[k] = NULL;
+	pid_t pid;
+	int st = -1;
+	if (posix_spawnp(&pid, tool, NULL, NULL, argv, env)) {
+		static const char msg[] = "bbx: bbx-policy not found: this run is journaled "
+					  "but no policy is enforced\n";
+		(void)!write(2, msg, sizeof msg - 1);
+		return;
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+		if (fd >= 0)
+			close(fd);
+		static const char msg[] =
+			"bbx: no usable policy for this run (bbx-policy compile failed): "
+			"every mutation will be refused\n";
+		(void)!write(2, msg, sizeof msg - 1);
+	}
+}
+
 /* At start-up: which run this process belongs to.  Only a process started without
  * BBX_JOURNAL (LD_PRELOAD alone) does real work here: it creates the run, so that its
  * children (which inherit BBX_JOURNAL through env.c) join it. */
@@ -82,6 +134,7 @@ static void choose_run(void)
 			return;
 		}
 		dir = made;
+		compile_policy(dir);
 	}
 	int n = snprintf(bbx_env_arena, PATH_MAX + 16, "BBX_JOURNAL=%s", dir);
 	if (n < 0 || n >= PATH_MAX + 16) {

@@ -6,6 +6,7 @@ shim_libbbxshim_la_SOURCES = \
 	shim/init.c shim/env.c \
 	shim/policy.c shim/read.c shim/syscall.c shim/open.c shim/tmp.c shim/names.c shim/size.c shim/meta.c shim/exec.c shim/net.c \
 	$(NULL)
+shim_libbbxshim_la_CPPFLAGS = $(AM_CPPFLAGS) -DBBX_BINDIR='"$(bindir)"'
 shim_libbbxshim_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sections $(XXHASH_CFLAGS)
 # -z norelro -z noseparate-code: two mappings instead of four.  Each costs every process
 # that loads the shim mmap, mprotect and page-fault work: 10-50 us per exec measured here
