@@ -384,6 +384,15 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 	if (always_writable(res))
 		return 0;
 	struct bbx_pol_verdict v;
+	if (bbx_journal_dir && *bbx_journal_dir &&
+	    bbx_path_under(res, bbx_journal_dir, strlen(bbx_journal_dir))) {
+		/* Always protected (capture.c also refuses it by identity, hard links and
+		 * bind mounts included); here it is recorded and explained too. */
+		v = (struct bbx_pol_verdict){.decision = BBX_DEC_DENY, .err = EACCES,
+					     .reason = "the run's own journal is never writable"};
+		return bbx_pol_report(op, BBX_ACC_WRITE, path ? path : res, NULL, NULL, NULL, NULL,
+				      &v);
+	}
 	bbx_pol_write(p, res, &v);
 	if (v.decision == BBX_DEC_ALLOW)
 		return 0;
