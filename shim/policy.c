@@ -176,6 +176,8 @@ static void explain(const struct bbx_pol_hdr *p, int access, const char *target,
 	put(line, &n, sizeof line, " (");
 	if (v->rule) {
 		put(line, &n, sizeof line, bbx_pol_str(p, v->rule->loc));
+	} else if (access == BBX_ACC_EXEC && *bbx_pol_str(p, p->static_loc)) {
+		put(line, &n, sizeof line, bbx_pol_str(p, p->static_loc));
 	} else {
 		put(line, &n, sizeof line, bbx_pol_str(p, p->src));
 		put(line, &n, sizeof line, " ");
