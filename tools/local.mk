@@ -1,5 +1,5 @@
 # The tools: bbx (dispatcher), bbx-run, bbx-undo, bbx-log.
-bin_PROGRAMS += tools/bbx tools/bbx-run tools/bbx-undo tools/bbx-log
+bin_PROGRAMS += tools/bbx tools/bbx-run tools/bbx-undo tools/bbx-log tools/bbx-diff
 noinst_LTLIBRARIES += tools/libbbxtool.la
 tools_libbbxtool_la_SOURCES = tools/common.c tools/common.h
 tools_libbbxtool_la_LIBADD = journal/libbbxundo.la
@@ -12,3 +12,5 @@ tools_bbx_undo_SOURCES = tools/bbx-undo.c
 tools_bbx_undo_LDADD = $(TOOL_LIBS)
 tools_bbx_log_SOURCES = tools/bbx-log.c
 tools_bbx_log_LDADD = $(TOOL_LIBS)
+tools_bbx_diff_SOURCES = tools/bbx-diff.c
+tools_bbx_diff_LDADD = $(TOOL_LIBS)
