@@ -520,6 +520,33 @@ static bool selected(const struct ev *e)
 	return true;
 }
 
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if it is not one
+ * (overlong forms, surrogates and code points past U+10FFFF are not valid). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t l;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) { l = 2; cp = c & 0x1f; }
+	else if (c >= 0xe0 && c <= 0xef) { l = 3; cp = c & 0x0f; }
+	else if (c >= 0xf0 && c <= 0xf4) { l = 4; cp = c & 0x07; }
+	else
+		return 0;
+	if (n < l)
+		return 0;
+	for (size_t i = 1; i < l; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((l == 3 && cp < 0x800) || (l == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return l;
+}
+
 /* ---- text output --------------------------------------------------------------- */
 
 static bool color;
@@ -529,12 +556,16 @@ static bool color;
  * \xNN, so every event stays one line and no byte is lost. */
 static void put_esc(FILE *o, const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch < 0x20 || ch == 0x7f || ch == '\\')
-			fprintf(o, "\\x%02x", ch);
-		else
-			putc(ch, o);
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_len(u + i, n - i);
+		if (!l || u[i] < 0x20 || u[i] == 0x7f || u[i] == '\\') {
+			fprintf(o, "\\x%02x", u[i]);
+			i++;
+		} else {
+			fwrite(u + i, 1, l, o);
+			i += l;
+		}
 	}
 }
 
@@ -779,33 +810,6 @@ static void print_event(FILE *o, const struct ev *e)
 }
 
 /* ---- JSON --------------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if it is not one
- * (overlong forms, surrogates and code points past U+10FFFF are not valid). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t l;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) { l = 2; cp = c & 0x1f; }
-	else if (c >= 0xe0 && c <= 0xef) { l = 3; cp = c & 0x0f; }
-	else if (c >= 0xf0 && c <= 0xf4) { l = 4; cp = c & 0x07; }
-	else
-		return 0;
-	if (n < l)
-		return 0;
-	for (size_t i = 1; i < l; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((l == 3 && cp < 0x800) || (l == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return l;
-}
 
 /* A JSON string of n bytes.  Valid UTF-8 is copied; a byte that is not part of a valid
  * UTF-8 sequence (0x80-0xff) becomes the lone surrogate \udcNN, the "surrogateescape"
@@ -1223,6 +1227,8 @@ static void tree_node(FILE *o, size_t i, const char *prefix, bool last, bool roo
 		json_str(o, st);
 		if (p->has_status && WIFEXITED((int)p->status))
 			fprintf(o, ",\"exit_code\":%d", WEXITSTATUS((int)p->status));
+		else if (!p->has_status && p->is_cmd && L.exit_meta[0])
+			fprintf(o, ",\"exit_code\":%d", atoi(L.exit_meta)); /* bbx-run's meta */
 		fputs(",\"counts\":{", o);
 		for (int c = 0; c < C_NCOUNT; c++)
 			fprintf(o, "%s\"%s\":%lu", c ? "," : "", count_name[c], p->counts[c]);

@@ -8,3 +8,7 @@ tests_progs_callwrap_CFLAGS = $(AM_CFLAGS) -fvisibility=default
 # sighandler: a mutation from a signal handler during a blocking wrapped call.
 check_PROGRAMS += tests/progs/sighandler
 tests_progs_sighandler_SOURCES = tests/progs/sighandler.c
+# mkjournal: a journal of known records of every type, for t-log.sh.
+check_PROGRAMS += tests/progs/mkjournal
+tests_progs_mkjournal_SOURCES = tests/progs/mkjournal.c
+tests_progs_mkjournal_LDADD = journal/libbbxjournal.la
