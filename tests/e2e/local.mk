@@ -18,3 +18,6 @@ EXTRA_DIST += tests/e2e/t-rt-adversarial.sh
 # LD_PRELOAD alone, the state directory and its latest link
 TESTS += tests/e2e/t-preload.sh
 EXTRA_DIST += tests/e2e/t-preload.sh
+# the forensic tools: bbx-log (views, filters, JSON, OCSF, follow) and bbx-diff
+TESTS += tests/e2e/t-log.sh tests/e2e/t-diff.sh
+EXTRA_DIST += tests/e2e/t-log.sh tests/e2e/t-diff.sh
