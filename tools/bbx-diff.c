@@ -383,6 +383,42 @@ static char *preimage(const struct origin *o, const char *now, bool *tmp)
 	return p;
 }
 
+/* Whether the files a and b hold the same bytes. */
+static bool same_bytes(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "re"), *fb = fopen(b, "re");
+	bool same = fa && fb;
+	while (same) {
+		int x = getc(fa), y = getc(fb);
+		if (x != y)
+			same = false;
+		if (x == EOF || y == EOF)
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/* A modified regular file whose content is the pre-image again (written back, undone)
+ * and whose mode is the same has not changed. */
+static bool unchanged(const struct origin *o, const char *path, const struct stat *s)
+{
+	if (!S_ISREG(s->st_mode) || !S_ISREG(o->mode) || (s->st_mode & 07777) != (o->mode & 07777))
+		return false;
+	bool tmp;
+	char *pre = preimage(o, path, &tmp);
+	if (!pre)
+		return false;
+	bool same = same_bytes(pre, path);
+	if (tmp)
+		unlink(pre);
+	free(pre);
+	return same;
+}
+
 enum { OUT_FULL, OUT_STAT, OUT_NAMES };
 
 static int show(const struct change *c, int mode, long *adds, long *dels)
@@ -583,11 +619,12 @@ int main(int argc, char **argv)
 				add('R', at, g->path, g);
 			} else {
 				bool mchg = g->mode && (s.st_mode & 07777) != (g->mode & 07777);
-				if (g->changed || mchg)
+				if ((g->changed || mchg) && !unchanged(g, g->path, &s))
 					add('M', g->path, NULL, g);
 			}
 		} else if (cur_get(g->path) == NEW && lstat(g->path, &s) == 0) {
-			add('M', g->path, NULL, g); /* replaced: sed -i, an editor's save */
+			if (!unchanged(g, g->path, &s))
+				add('M', g->path, NULL, g); /* replaced: sed -i, an editor's save */
 		} else {
 			add('D', g->path, NULL, g);
 		}
