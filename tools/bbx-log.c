@@ -1201,6 +1201,8 @@ static void print_ocsf(FILE *o, const struct ev *e)
 
 /* ---- tree and stats ----------------------------------------------------------------- */
 
+static size_t *kid, *sib;
+
 static void tree_node(FILE *o, size_t i, const char *prefix, bool last, bool root, bool json,
 		      int depth)
 {
@@ -1245,22 +1247,38 @@ static void tree_node(FILE *o, size_t i, const char *prefix, bool last, bool roo
 				fprintf(o, " %s=%lu", count_name[c], p->counts[c]);
 		putc('\n', o);
 	}
-	/* children, in order of first appearance */
-	size_t nkids = 0, lastkid = 0;
-	for (size_t k = 0; k < L.nproc; k++)
-		if (k != i && !L.procs[k].shown && L.procs[k].ppid == p->pid) {
-			nkids++;
-			lastkid = k;
-		}
+	/* children, in order of first appearance (kid/sib lists built by print_tree) */
 	char sub[4096];
 	snprintf(sub, sizeof sub, "%s%s", prefix, root ? "" : last ? "   " : "|  ");
-	for (size_t k = 0; k < L.nproc && nkids; k++)
-		if (k != i && !L.procs[k].shown && L.procs[k].ppid == p->pid)
-			tree_node(o, k, sub, k == lastkid, false, json, depth + 1);
+	for (size_t k = kid[i]; k; k = sib[k - 1]) {
+		size_t n = sib[k - 1];
+		while (n && L.procs[n - 1].shown)
+			n = sib[n - 1];
+		if (!L.procs[k - 1].shown)
+			tree_node(o, k - 1, sub, n == 0, false, json, depth + 1);
+	}
 }
 
 static void print_tree(FILE *o, bool json)
 {
+	/* each process's children as a list in order of appearance: kid[p] is the first
+	 * (index + 1), sib[c] the next; O(processes) whatever the shape of the tree */
+	kid = calloc(L.nproc + 1, sizeof *kid);
+	sib = calloc(L.nproc + 1, sizeof *sib);
+	size_t *tail = calloc(L.nproc + 1, sizeof *tail);
+	if (!kid || !sib || !tail)
+		err(1, "calloc");
+	for (size_t i = 0; i < L.nproc; i++) {
+		uint64_t pi = u64map_get(&L.pids, (uint64_t)(uint32_t)L.procs[i].ppid);
+		if (!pi || pi - 1 == i)
+			continue;
+		if (tail[pi - 1])
+			sib[tail[pi - 1] - 1] = i + 1;
+		else
+			kid[pi - 1] = i + 1;
+		tail[pi - 1] = i + 1;
+	}
+	free(tail);
 	for (size_t i = 0; i < L.nproc; i++) {
 		if (L.procs[i].shown)
 			continue;
@@ -1547,8 +1565,10 @@ int main(int argc, char **argv)
 	if (stats)
 		print_stats(out, fmt == FMT_JSON);
 	int bad_out = fflush(out) || ferror(out);
-	if (pager)
+	if (pager) {
 		pclose(pager);
+		bad_out = 0; /* quitting the pager early is not a failure */
+	}
 	if (L.bad_ranges)
 		warnx("%zu damaged range(s) (%zu bytes) skipped in %s", L.bad_ranges, L.bad_bytes, jpath);
 	if (torn)
