@@ -358,6 +358,57 @@ static int run_diff(const char *la, const char *lb, const char *a, const char *b
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
 }
 
+/* The diff of a whole file against /dev/null, as diff -u writes it, without running
+ * diff (a run that creates thousands of files would fork thousands of times).
+ * Returns 0 (empty file: no difference), 1, or 2 if path cannot be read. */
+static int whole_diff(const char *la, const char *lb, const char *path, bool add, char **out,
+		      size_t *len)
+{
+	FILE *in = fopen(path, "re");
+	if (!in)
+		return 2;
+	char *body = NULL;
+	size_t blen = 0, lines = 0, cap = 0;
+	FILE *f = open_memstream(&body, &blen);
+	char *line = NULL;
+	ssize_t n;
+	bool nl = true;
+	while ((n = getline(&line, &cap, in)) > 0) {
+		putc(add ? '+' : '-', f);
+		fwrite(line, 1, (size_t)n, f);
+		nl = line[n - 1] == '\n';
+		if (!nl)
+			fputs("\n\\ No newline at end of file\n", f);
+		lines++;
+	}
+	free(line);
+	bool bad = ferror(in);
+	fclose(in);
+	fclose(f);
+	if (bad) {
+		free(body);
+		return 2;
+	}
+	if (!lines) {
+		free(body);
+		*out = NULL;
+		*len = 0;
+		return 0;
+	}
+	char range[64];
+	if (lines == 1)
+		snprintf(range, sizeof range, "1");
+	else
+		snprintf(range, sizeof range, "1,%zu", lines);
+	f = open_memstream(out, len);
+	fprintf(f, "--- %s\n+++ %s\n@@ %s%s %s%s @@\n", la, lb, add ? "-0,0" : "-", add ? "" : range,
+		add ? "+" : "+0,0", add ? range : "");
+	fwrite(body, 1, blen, f);
+	fclose(f);
+	free(body);
+	return 1;
+}
+
 /* The pre-image of origin o as a file, or NULL if the journal did not keep it (an
  * object that an undo moved back, for instance).  *tmp is set if it must be removed. */
 static char *preimage(const struct origin *o, const char *now, bool *tmp)
@@ -483,7 +534,10 @@ static int show(const struct change *c, int mode, long *adds, long *dels)
 	char *txt = NULL;
 	size_t len = 0;
 	bool bin = looks_binary(a) || looks_binary(b);
-	rc = run_diff(la, lb, a, b, &txt, &len);
+	if (!strcmp(a, "/dev/null") != !strcmp(b, "/dev/null"))
+		rc = whole_diff(la, lb, strcmp(a, "/dev/null") ? a : b, !strcmp(a, "/dev/null"), &txt, &len);
+	else
+		rc = run_diff(la, lb, a, b, &txt, &len);
 	if (rc == 1 && bin) {
 		if (mode == OUT_FULL)
 			printf("Binary files %s and %s differ\n", la, lb);

@@ -4,7 +4,7 @@
 # created, modified (exact hunks, from a link, a copy and an append pre-image),
 # deleted, renamed, chmod, binary; --name-only, --stat, path filters, errors.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 16
+plan 17
 
 W=$(new_ws)
 J="$T_TMP/j"
@@ -96,6 +96,24 @@ ok $? "--stat: per path and totals (mod.txt, reverted by patch, is no change any
 [ "$(cd "$W" && bbx-diff --name-only "$J" -- cw.txt)" = "$W/cw.txt" ] &&
 	[ "$(bbx-diff --name-only "$J" -- "$W/ne*" "$W/del.txt" | tr '\n' ' ')" = "$W/del.txt $W/new.txt " ]
 ok $? "path filters: a relative path, a glob and an absolute path"
+# Whole-file hunks (created, deleted) are written without running diff: the same text.
+W2=$(new_ws)
+printf 'a\nb\nc\n' >"$W2/d3"
+printf 'no newline' >"$W2/dn"
+(cd "$W2" && bbx-run --journal "$T_TMP/j2" -- sh -c 'printf "x\ny\n" > c2; printf z > cn; rm d3 dn') >/dev/null 2>&1
+bbx-diff "$T_TMP/j2" >"$T_TMP/d"
+m=0
+for f in c2 cn; do
+	diff -u --label /dev/null --label "b$W2/$f" /dev/null "$W2/$f" >"$T_TMP/want"
+	hunk "$W2/$f" | tail -n +2 | cmp -s - "$T_TMP/want" || { diag "$f differs"; m=1; }
+done
+printf 'a\nb\nc\n' >"$T_TMP/d3"; printf 'no newline' >"$T_TMP/dn"
+for f in d3 dn; do
+	diff -u --label "a$W2/$f" --label /dev/null "$T_TMP/$f" /dev/null >"$T_TMP/want"
+	hunk "$W2/$f" | tail -n +2 | cmp -s - "$T_TMP/want" || { diag "$f differs"; m=1; }
+done
+ok $m "created and deleted files: the hunks diff(1) itself writes (also without a last newline)"
+
 bbx-diff --bogus >/dev/null 2>&1; a=$?
 bbx-diff "$T_TMP/nope" >/dev/null 2>"$T_TMP/e"; b=$?
 [ $a -eq 2 ] && [ $b -eq 1 ] && grep -q "not a journal directory" "$T_TMP/e"
