@@ -7,7 +7,7 @@
 # RESOLVE) come from a journal built by tests/progs/mkjournal with known fields.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 PY=${PYTHON3:-python3}
-plan 45
+plan 46
 
 W=$(new_ws)
 J="$T_TMP/j"
@@ -172,6 +172,15 @@ ok $? "--tree: argv, exit code and signal name from EXIT, counts of denials"
 ok $? "--denied: the three DENY records, with decision, errno, reason and rule"
 [ "$(bbx-log --records "$MJ" | grep -c ' RESULT ')" -eq 2 ] && [ "$(bbx-log --records "$MJ" | wc -l)" -eq 13 ]
 ok $? "--records: every record, RESULTs included"
+
+# a torn tail (the last record cut short) is the end of the log, not an error
+TJ="$T_TMP/tj"
+mkdir "$TJ" && head -c -7 "$MJ/journal" >"$TJ/journal"
+bbx-log --json "$TJ" >"$T_TMP/t.json" 2>"$T_TMP/t.err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l <"$T_TMP/t.json")" -eq 10 ] && grep -q "torn tail" "$T_TMP/t.err" &&
+	! grep -q '"exit_pid":100' "$T_TMP/t.json"
+ok $? "torn tail: reported on stderr, exit 0, every record before it shown (exit $rc)"
 
 # ---- OCSF: the required attributes of each class claimed
 bbx-log --format ocsf "$J" >"$T_TMP/o1.json" && bbx-log --format ocsf "$MJ" >"$T_TMP/o2.json"
