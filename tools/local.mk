@@ -10,7 +10,7 @@ tools_bbx_run_CPPFLAGS = $(AM_CPPFLAGS) -DBBX_PKGLIBDIR='"$(pkglibdir)"'
 tools_bbx_run_LDADD = $(TOOL_LIBS)
 tools_bbx_undo_SOURCES = tools/bbx-undo.c
 tools_bbx_undo_LDADD = $(TOOL_LIBS)
-tools_bbx_log_SOURCES = tools/bbx-log.c
+tools_bbx_log_SOURCES = tools/bbx-log.c tools/log.h tools/log-json.c tools/log-tree.c
 tools_bbx_log_LDADD = $(TOOL_LIBS)
 tools_bbx_diff_SOURCES = tools/bbx-diff.c
 tools_bbx_diff_LDADD = $(TOOL_LIBS)
