@@ -7,7 +7,7 @@
 # RESOLVE) come from a journal built by tests/progs/mkjournal with known fields.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 PY=${PYTHON3:-python3}
-plan 46
+plan 47
 
 W=$(new_ws)
 J="$T_TMP/j"
@@ -90,6 +90,7 @@ check "time, time_ns and mono_ns agree and increase with file order" \
 
 # ---- the default view
 bbx-log --no-pager "$J" >"$T_TMP/text" 2>&1
+N_TEXT=$(wc -l <"$T_TMP/text")
 grep -qE "^[0-9:.]+ [0-9]+ rmdir rmdir rmdir $W/dd ENOTEMPTY\$" "$T_TMP/text"
 ok $? "text: the failed rmdir reads 'TIME PID rmdir rmdir rmdir PATH ENOTEMPTY'"
 grep -qF "$W/bad\\xff\\x0a\"q" "$T_TMP/text"
@@ -97,6 +98,19 @@ ok $? "text: undecodable and control bytes are escaped as \\xNN"
 ! grep -q $'\033' "$T_TMP/text" && bbx-log --color=always "$J" | grep -q $'\033\\[' &&
 	! NO_COLOR=1 bbx-log --color=auto "$J" | grep -q $'\033'
 ok $? "colour: none to a pipe or with NO_COLOR, ANSI with --color=always"
+
+# on a terminal (script(1) gives one): paged through $PAGER, coloured unless NO_COLOR
+if command -v script >/dev/null; then
+	script -qec "PAGER='sed s/^/PAGED:/' bbx-log '$J'" /dev/null >"$T_TMP/tty1" 2>&1
+	NO_COLOR=1 script -qec "PAGER='sed s/^/PAGED:/' bbx-log '$J'" /dev/null >"$T_TMP/tty2" 2>&1
+	script -qec "bbx-log --no-pager --color=never '$J'" /dev/null >"$T_TMP/tty3" 2>&1
+	[ "$(grep -c '^PAGED:' "$T_TMP/tty1")" -eq "$N_TEXT" ] && grep -q $'\033\\[' "$T_TMP/tty1" &&
+		[ "$(grep -c '^PAGED:' "$T_TMP/tty2")" -eq "$N_TEXT" ] && ! grep -q $'\033' "$T_TMP/tty2" &&
+		! grep -q 'PAGED:\|\033' "$T_TMP/tty3" && [ "$(wc -l <"$T_TMP/tty3")" -eq "$N_TEXT" ]
+	ok $? "a terminal: every line through PAGER, in colour; NO_COLOR: none; --no-pager --color=never"
+else
+	skip "script(1) not installed"
+fi
 
 # ---- tree
 bbx-log --tree "$J" >"$T_TMP/tree"
