@@ -21,3 +21,6 @@ EXTRA_DIST += tests/e2e/t-preload.sh
 # policy: path, read and exec enforcement by real programs under fixture policies
 TESTS += tests/e2e/t-policy.sh
 EXTRA_DIST += tests/e2e/t-policy.sh
+# the forensic tools: bbx-log (views, filters, JSON, OCSF, follow) and bbx-diff
+TESTS += tests/e2e/t-log.sh tests/e2e/t-diff.sh
+EXTRA_DIST += tests/e2e/t-log.sh tests/e2e/t-diff.sh
