@@ -183,7 +183,7 @@ tr() {
 	rc=$?
 	[ $rc -ne 0 ] && diag_file "$o.out"
 	ok $rc "$name: $label: nothing revealed"
-	bbx-log "$J" >"$o.log" 2>&1
+	bbx-log --records "$J" >"$o.log" 2>&1
 	grep -qE "^[0-9]+ [^ ]+ [0-9]+ DENY $name( |\$)" "$o.log"
 	rc=$?
 	[ $rc -ne 0 ] && diag_file "$o.log"
@@ -406,7 +406,7 @@ exec 7<&-
 ok $? "fdopendir: inherited descriptor of a denied directory: refused with EACCES"
 ! grep -q inner "$T_TMP/fd.out"
 ok $? "fdopendir: nothing revealed"
-bbx-log "$J" 2>&1 | grep -qE '^[0-9]+ [^ ]+ [0-9]+ DENY fdopendir( |$)'
+bbx-log --records "$J" 2>&1 | grep -qE '^[0-9]+ [^ ]+ [0-9]+ DENY fdopendir( |$)'
 ok $? "fdopendir: DENY record"
 
 # io_uring_setup: refused with ENOSYS (programs fall back to calls the shim sees), and an
