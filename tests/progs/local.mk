@@ -8,3 +8,7 @@ tests_progs_callwrap_CFLAGS = $(AM_CFLAGS) -fvisibility=default
 # sighandler: a mutation from a signal handler during a blocking wrapped call.
 check_PROGRAMS += tests/progs/sighandler
 tests_progs_sighandler_SOURCES = tests/progs/sighandler.c
+# verify-run JDIR [json]: bbx_verify() on JDIR (t-verify.sh); exits with its result.
+check_PROGRAMS += tests/progs/verify-run
+tests_progs_verify_run_SOURCES = tests/progs/verify-run.c
+tests_progs_verify_run_LDADD = tools/libbbxtool.la
