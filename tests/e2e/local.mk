@@ -18,3 +18,6 @@ EXTRA_DIST += tests/e2e/t-rt-adversarial.sh
 # LD_PRELOAD alone, the state directory and its latest link
 TESTS += tests/e2e/t-preload.sh
 EXTRA_DIST += tests/e2e/t-preload.sh
+# journal integrity: checksums, hash chain, seal, objects (bbx_verify, tools/verify.c)
+TESTS += tests/e2e/t-verify.sh
+EXTRA_DIST += tests/e2e/t-verify.sh tests/e2e/jtool.py
