@@ -537,7 +537,7 @@ START_TEST(test_unknown_tags_skipped)
 	 * malformed as any known type (no NUL, odd sizes, an embedded magic). */
 	bbx_enc_bytes(&e, 0, "zero", 4);
 	bbx_enc_str(&e, BBX_T_OP, "unlink");
-	bbx_enc_bytes(&e, 24, "BBX1\x01", 5);
+	bbx_enc_bytes(&e, 1000, "BBX1\x01", 5); /* 24 is RULE now */
 	bbx_enc_str(&e, BBX_T_PATH, "/ws/f");
 	bbx_enc_bytes(&e, 999, NULL, 0);
 	bbx_enc_u64(&e, BBX_T_SIZE, 77);
