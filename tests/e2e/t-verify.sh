@@ -10,7 +10,7 @@
 
 V=$BBX_BUILDDIR/tests/progs/verify-run
 JT() { "${PYTHON3:-python3}" "$BBX_SRCDIR/tests/e2e/jtool.py" "$@"; }
-plan 34
+plan 37
 
 W=$(new_ws)
 J=$T_TMP/J
@@ -157,6 +157,16 @@ sleep 0.2
 ok $? "straggler after seal: verify passes"
 grep -q "^note: journal:[0-9]*: seq [0-9]*: after seal (CREATE by pid [0-9]*)\$" "$T_TMP/S.out"
 ok $? "straggler after seal: its records reported as after seal"
+
+# --- after bbx-undo: the run's journal still verifies (the objects it moved back into
+# the tree are notes), and the undo's own journal is chained and sealed too
+bbx-undo "$J" >/dev/null 2>&1
+ok $? "bbx-undo of the run"
+"$V" "$J" >"$T_TMP/undone.out"
+ok $? "after undo: the run's journal verifies"
+"$V" "$J/undo" >"$T_TMP/undo.out" &&
+	grep -q "^verify: $J/undo: [0-9]* records, chained, sealed, 0 problem(s): OK\$" "$T_TMP/undo.out"
+ok $? "after undo: the undo journal is chained, sealed and verifies"
 
 # --- not a journal
 "$V" "$W" >"$T_TMP/none.out"
