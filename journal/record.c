@@ -98,6 +98,22 @@ void bbx_enc_begin(struct bbx_enc *e, void *buf, size_t cap, int type)
 	put16(e->buf + 4, BBX_REC_VERSION);
 	put16(e->buf + 6, (uint16_t)type);
 	e->len = BBX_REC_HDR_LEN;
+	/* The CHAIN field comes first, at a fixed offset, so that the writer can fill it
+	 * in under the journal lock without re-encoding (bbx_rec_set_chain). */
+	bbx_enc_u64(e, BBX_T_CHAIN, 0);
+}
+
+uint64_t bbx_rec_set_chain(void *rec, size_t len, uint64_t chain)
+{
+	uint8_t *b = rec;
+	if (len < BBX_REC_CHAIN_OFF + BBX_REC_CHAIN_LEN + BBX_REC_TRAILER_LEN)
+		return get64(b + len - BBX_REC_TRAILER_LEN);
+	if (get16(b + BBX_REC_CHAIN_OFF) == BBX_T_CHAIN &&
+	    get32(b + BBX_REC_CHAIN_OFF + 2) == 8 && get32(b + 12) == BBX_REC_HDR_LEN) {
+		put64(b + BBX_REC_CHAIN_OFF + 6, chain);
+		put64(b + len - BBX_REC_TRAILER_LEN, XXH64(b, len - BBX_REC_TRAILER_LEN, 0));
+	}
+	return get64(b + len - BBX_REC_TRAILER_LEN);
 }
 
 void bbx_enc_bytes(struct bbx_enc *e, int tag, const void *p, size_t n)

@@ -169,6 +169,16 @@ void bbx_enc_u64(struct bbx_enc *e, int tag, uint64_t v);
 void bbx_enc_i64(struct bbx_enc *e, int tag, int64_t v);
 void bbx_enc_stat(struct bbx_enc *e, const struct bbx_stat *st);
 
+/* bbx_enc_begin() emits a CHAIN field (value 0) as the first field, at this offset:
+ * tag (2) + length (4) + u64 (8).  The writer patches it in place under the journal lock. */
+#define BBX_REC_CHAIN_OFF BBX_REC_HDR_LEN
+#define BBX_REC_CHAIN_LEN 14
+
+/* Sets the CHAIN value of a finished record of len bytes (if its first field is the
+ * CHAIN reserved by bbx_enc_begin) and recomputes the trailer.  Returns the record's
+ * trailer (its XXH64 checksum) either way: the next record's chain value. */
+uint64_t bbx_rec_set_chain(void *rec, size_t len, uint64_t chain);
+
 /* Header values filled in at finish time. */
 struct bbx_rec_hdr {
 	uint64_t seq, realtime_ns, mono_ns;

@@ -238,6 +238,7 @@ int bbx_run_resolve(const char *arg, char *out, size_t cap)
 }
 
 __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec")));
+__thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial-exec")));
 
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 {
@@ -255,7 +256,8 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 	long len = bbx_enc_finish(e, &h);
 	if (len < 0)
 		return (int)len;
-	int rc = bbx_writer_append(&run->w, e->buf, (size_t)len);
+	int rc = bbx_writer_append_chained(&run->w, run->st, e->buf, (size_t)len,
+					   &bbx_run_last_pos);
 	if (rc == 0)
 		bbx_run_last_seq = seq;
 	return rc;

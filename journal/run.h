@@ -51,7 +51,11 @@ int bbx_run_resolve(const char *arg, char *out, size_t cap);
  * wrapper point a RESULT at the record its capture wrote. */
 extern __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec")));
 
-/* Fills the header (times, pid, uid) and appends.  Returns 0 or -errno. */
+/* The hash chain's position right after this thread's last append (bbx_run_emit). */
+extern __thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial-exec")));
+
+/* Fills the header (times, pid, uid) and appends, linked into the hash chain
+ * (bbx_writer_append_chained).  Returns 0 or -errno. */
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 
 /* Objects live in 256 shard directories, objects/<seq & 0xff, 2 hex digits>/<seq>,

@@ -11,6 +11,7 @@
 #include "undo.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -42,6 +43,26 @@ static int emit_final(struct bbx_run *run, const char *path)
 		bbx_enc_u32(&e, BBX_T_KIND, BBX_KIND_NONE);
 	}
 	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+}
+
+/* The chain head right after SEAL, and how many records and bytes it covers, go into
+ * meta: a journal cut short, or a record changed, no longer leads to this head
+ * (bbx_verify).  Stragglers may chain more records after it. */
+static int seal_meta(const char *dir, uint64_t seq, const struct bbx_chain_pos *pos)
+{
+	char v[32];
+	int rc;
+	snprintf(v, sizeof v, "%016llx", (unsigned long long)pos->chain);
+	if ((rc = bbx_run_meta_append(dir, "sealed_chain", v)))
+		return rc;
+	snprintf(v, sizeof v, "%llu", (unsigned long long)pos->count);
+	if ((rc = bbx_run_meta_append(dir, "sealed_count", v)))
+		return rc;
+	snprintf(v, sizeof v, "%llu", (unsigned long long)pos->end);
+	if ((rc = bbx_run_meta_append(dir, "sealed_end", v)))
+		return rc;
+	snprintf(v, sizeof v, "%llu", (unsigned long long)seq);
+	return bbx_run_meta_append(dir, "sealed_seq", v);
 }
 
 int bbx_seal(const char *dir, size_t *npaths)
@@ -85,7 +106,10 @@ int bbx_seal(const char *dir, size_t *npaths)
 		bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_SEAL);
 		bbx_enc_str(&e, BBX_T_OP, "seal");
 		bbx_enc_u64(&e, BBX_T_COUNT, n);
-		rc = bbx_run_emit(&run, &e, bbx_state_next_seq(run.st));
+		uint64_t seq = bbx_state_next_seq(run.st);
+		rc = bbx_run_emit(&run, &e, seq);
+		if (rc == 0)
+			rc = seal_meta(dir, seq, &bbx_run_last_pos);
 	}
 	bbx_pathmap_free(&m);
 	bbx_run_close(&run);

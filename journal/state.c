@@ -19,22 +19,70 @@ static size_t state_bytes(uint32_t nslots)
 	return sizeof(struct bbx_state) + (size_t)nslots * sizeof(struct bbx_state_slot);
 }
 
+size_t bbx_state_lock_off(uint32_t nslots)
+{
+	return (state_bytes(nslots) + 63) & ~(size_t)63;
+}
+
+static size_t state_total(uint32_t nslots)
+{
+	return bbx_state_lock_off(nslots) + ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63);
+}
+
+/* Mapped length of st: version 2 files carry the lock after the slots. */
+static size_t state_len(const struct bbx_state *st)
+{
+	return st->version >= 2 ? state_total(st->nslots) : state_bytes(st->nslots);
+}
+
+pthread_mutex_t *bbx_state_lock(struct bbx_state *st)
+{
+	if (st->version < 2)
+		return NULL;
+	return (pthread_mutex_t *)((char *)st + bbx_state_lock_off(st->nslots));
+}
+
+/* The journal lock: shared by every process of the run, and robust, so that a process
+ * killed while holding it (kill -9 in the middle of an append) hands it to the next
+ * one with EOWNERDEAD instead of hanging the run (writer.c recovers the chain head). */
+static int init_lock(int fd)
+{
+	size_t off = bbx_state_lock_off(BBX_STATE_SLOTS), pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t base = off & ~(pg - 1), len = state_total(BBX_STATE_SLOTS) - base;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)base);
+	if (m == MAP_FAILED)
+		return -errno;
+	pthread_mutexattr_t a;
+	int e = pthread_mutexattr_init(&a);
+	if (!e)
+		e = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (!e)
+		e = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (!e)
+		e = pthread_mutex_init((pthread_mutex_t *)(m + (off - base)), &a);
+	pthread_mutexattr_destroy(&a);
+	munmap(m, len);
+	return -e;
+}
+
 int bbx_state_create(const char *path)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	struct bbx_state h = {.magic = BBX_STATE_MAGIC, .version = 1, .seq = 1,
+	struct bbx_state h = {.magic = BBX_STATE_MAGIC, .version = BBX_STATE_VERSION, .seq = 1,
 			      .nslots = BBX_STATE_SLOTS};
 	int rc = 0;
 	/* Allocated up front, not sparse: a page of a MAP_SHARED file that has no block
 	 * behind it raises SIGBUS when the filesystem is full, and the shim must refuse
 	 * with ENOSPC instead (invariant 2).  So a full disk fails the run's creation. */
-	int e = posix_fallocate(fd, 0, (off_t)state_bytes(BBX_STATE_SLOTS));
+	int e = posix_fallocate(fd, 0, (off_t)state_total(BBX_STATE_SLOTS));
 	if (e == EOPNOTSUPP || e == EINVAL)
-		e = ftruncate(fd, (off_t)state_bytes(BBX_STATE_SLOTS)) < 0 ? errno : 0;
+		e = ftruncate(fd, (off_t)state_total(BBX_STATE_SLOTS)) < 0 ? errno : 0;
 	if (e)
 		rc = -e;
+	else if ((rc = init_lock(fd)))
+		;
 	else if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
 		rc = errno ? -errno : -EIO;
 	close(fd);
@@ -65,7 +113,7 @@ int bbx_state_map(const char *path, struct bbx_state **out)
 		goto out;
 	}
 	if (st->magic != BBX_STATE_MAGIC || st->nslots == 0 ||
-	    (st->nslots & (st->nslots - 1)) != 0 || state_bytes(st->nslots) > (size_t)sb.st_size) {
+	    (st->nslots & (st->nslots - 1)) != 0 || state_len(st) > (size_t)sb.st_size) {
 		munmap(st, (size_t)sb.st_size);
 		rc = -EINVAL;
 		goto out;
@@ -79,7 +127,7 @@ out:
 void bbx_state_unmap(struct bbx_state *st)
 {
 	if (st)
-		munmap(st, state_bytes(st->nslots));
+		munmap(st, state_len(st));
 }
 
 uint64_t bbx_state_next_seq(struct bbx_state *st)

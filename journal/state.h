@@ -13,6 +13,7 @@
 #ifndef BBX_STATE_H
 #define BBX_STATE_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -35,15 +36,32 @@ struct bbx_state_slot {
 	uint64_t devlvl; /* dev in bits 0..55, level in bits 56..63 */
 };
 
+/* Version 2 adds the journal lock after the slot table (at bbx_state_lock_off()) and
+ * uses three of version 1's reserved words for the hash chain; the header and the slot
+ * table are laid out as in version 1, so a version 1 file still maps (without a lock:
+ * its journal is written unchained). */
+#define BBX_STATE_VERSION 2
+
 struct bbx_state {
 	uint32_t magic, version;
 	uint64_t seq;    /* next sequence number (atomic) */
 	uint32_t nslots, epoch;
 	uint32_t flags;
 	uint32_t pad;
-	uint64_t reserved[4];
+	/* The journal's hash chain, read and written only under the journal lock
+	 * (writer.c): the trailer of the last complete record, the number of complete
+	 * records written, and the journal bytes accounted for (records and torn bytes). */
+	uint64_t chain, nrec, end;
+	uint64_t reserved[1];
 	struct bbx_state_slot slot[];
 };
+
+/* Where the journal lock lives in a version 2 state file: after the slot table,
+ * 64-byte aligned. */
+size_t bbx_state_lock_off(uint32_t nslots);
+/* The run's journal lock (a process-shared robust mutex), or NULL for a version 1
+ * state file. */
+pthread_mutex_t *bbx_state_lock(struct bbx_state *st);
 
 /* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
 int bbx_state_create(const char *path);

@@ -34,4 +34,31 @@ int bbx_writer_open(struct bbx_writer *w, const char *dir);
 int bbx_writer_append(struct bbx_writer *w, const void *rec, size_t len);
 void bbx_writer_close(struct bbx_writer *w);
 
+struct bbx_state;
+
+/* Where the chain stood right after an append: the head (trailer of the last complete
+ * record), the number of complete records, the journal bytes accounted for. */
+struct bbx_chain_pos {
+	uint64_t chain, count, end;
+};
+
+/* Seconds an append waits for the journal lock before it gives up with -ETIMEDOUT. */
+#define BBX_WRITER_LOCK_TIMEOUT 10
+
+/* Appends one record made by bbx_enc_begin/bbx_enc_finish and links it into the run's
+ * hash chain: under the journal lock of st (state.h), its CHAIN field is set to the
+ * trailer of the previous record in the file, its trailer recomputed, the record
+ * written, and the head moved on.  A holder that died with the lock (EOWNERDEAD) is
+ * recovered from: the head is re-read from the end of the file.  Without a lock (st
+ * NULL, or a version 1 state file) it is bbx_writer_append.  pos (may be NULL) gets the
+ * chain position after this record.  Returns 0 or -errno: those of bbx_writer_append,
+ * -ETIMEDOUT (the lock was not free within BBX_WRITER_LOCK_TIMEOUT seconds),
+ * -ENOTRECOVERABLE (the lock was abandoned earlier and left inconsistent).
+ * Allocation-free; no stdio. */
+int bbx_writer_append_chained(struct bbx_writer *w, struct bbx_state *st, void *rec,
+			      size_t len, struct bbx_chain_pos *pos);
+
+/* Tests only: called inside the lock right after the write, before the head moves. */
+extern void (*bbx_writer_test_hook)(void);
+
 #endif

@@ -1,7 +1,9 @@
 # The tools: bbx (dispatcher), bbx-run, bbx-undo, bbx-log.
 bin_PROGRAMS += tools/bbx tools/bbx-run tools/bbx-undo tools/bbx-log tools/bbx-diff
 noinst_LTLIBRARIES += tools/libbbxtool.la
-tools_libbbxtool_la_SOURCES = tools/common.c tools/common.h tools/sandbox.c tools/sandbox.h
+tools_libbbxtool_la_SOURCES = tools/common.c tools/common.h tools/sandbox.c tools/sandbox.h \
+	tools/verify.c tools/verify.h
+tools_libbbxtool_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 tools_libbbxtool_la_LIBADD = journal/libbbxundo.la policy/libbbxpol.la $(SECCOMP_LIBS)
 TOOL_LIBS = tools/libbbxtool.la
 tools_bbx_SOURCES = tools/bbx.c

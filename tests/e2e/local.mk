@@ -24,3 +24,6 @@ EXTRA_DIST += tests/e2e/t-policy.sh
 # the forensic tools: bbx-log (views, filters, JSON, OCSF, follow) and bbx-diff
 TESTS += tests/e2e/t-log.sh tests/e2e/t-diff.sh
 EXTRA_DIST += tests/e2e/t-log.sh tests/e2e/t-diff.sh
+# journal integrity: checksums, hash chain, seal, objects (bbx_verify, tools/verify.c)
+TESTS += tests/e2e/t-verify.sh
+EXTRA_DIST += tests/e2e/t-verify.sh tests/e2e/jtool.py

@@ -16,3 +16,7 @@ tests_progs_staticprog_LDFLAGS = -all-static
 check_PROGRAMS += tests/progs/mkjournal
 tests_progs_mkjournal_SOURCES = tests/progs/mkjournal.c
 tests_progs_mkjournal_LDADD = journal/libbbxjournal.la
+# verify-run JDIR [json]: bbx_verify() on JDIR (t-verify.sh); exits with its result.
+check_PROGRAMS += tests/progs/verify-run
+tests_progs_verify_run_SOURCES = tests/progs/verify-run.c
+tests_progs_verify_run_LDADD = tools/libbbxtool.la

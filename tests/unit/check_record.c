@@ -205,10 +205,14 @@ START_TEST(test_header_layout)
 	ck_assert_uint_eq(get32(buf + 44), (uint32_t)hdr_full.ppid);
 	ck_assert_uint_eq(get32(buf + 48), hdr_full.uid);
 	ck_assert_uint_eq(get32(buf + 52), hdr_full.flags);
-	/* First field: OP, TLV with u16 tag and u32 length, the string's NUL included. */
-	ck_assert_uint_eq(buf[56] | buf[57] << 8, BBX_T_OP);
-	ck_assert_uint_eq(get32(buf + 58), sizeof "openat");
-	ck_assert_mem_eq(buf + 62, "openat", sizeof "openat");
+	/* First field: CHAIN, reserved by bbx_enc_begin (u64 0 until the writer sets it). */
+	ck_assert_uint_eq(buf[56] | buf[57] << 8, BBX_T_CHAIN);
+	ck_assert_uint_eq(get32(buf + 58), 8);
+	ck_assert_uint_eq(get64(buf + 62), 0);
+	/* Then OP, TLV with u16 tag and u32 length, the string's NUL included. */
+	ck_assert_uint_eq(buf[70] | buf[71] << 8, BBX_T_OP);
+	ck_assert_uint_eq(get32(buf + 72), sizeof "openat");
+	ck_assert_mem_eq(buf + 76, "openat", sizeof "openat");
 	/* Trailer: XXH64, seed 0, of everything before it. */
 	ck_assert_uint_eq(get64(buf + len - 8), XXH64(buf, (size_t)len - 8, 0));
 	/* The stat field is 14 little-endian u64 (mode, uid, gid, size, dev, ino, rdev,
@@ -217,11 +221,13 @@ START_TEST(test_header_layout)
 	uint8_t sb[256];
 	bbx_enc_begin(&e, sb, sizeof sb, BBX_REC_META);
 	bbx_enc_stat(&e, &st_full);
-	ck_assert_int_eq(bbx_enc_finish(&e, &hdr_full), BBX_REC_MIN_LEN + 6 + BBX_STAT_ENC_LEN);
-	ck_assert_uint_eq(get32(sb + 58), 14 * 8);
-	ck_assert_uint_eq(get64(sb + 62), st_full.mode);
-	ck_assert_uint_eq(get64(sb + 62 + 3 * 8), st_full.size);
-	ck_assert_uint_eq(get64(sb + 62 + 10 * 8), (uint64_t)st_full.mtime_sec);
+	ck_assert_int_eq(bbx_enc_finish(&e, &hdr_full),
+			 BBX_REC_MIN_LEN + BBX_REC_CHAIN_LEN + 6 + BBX_STAT_ENC_LEN);
+	const uint8_t *f = sb + 56 + BBX_REC_CHAIN_LEN; /* the field after CHAIN */
+	ck_assert_uint_eq(get32(f + 2), 14 * 8);
+	ck_assert_uint_eq(get64(f + 6), st_full.mode);
+	ck_assert_uint_eq(get64(f + 6 + 3 * 8), st_full.size);
+	ck_assert_uint_eq(get64(f + 6 + 10 * 8), (uint64_t)st_full.mtime_sec);
 }
 END_TEST
 
@@ -233,12 +239,15 @@ START_TEST(test_roundtrip_empty)
 	bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_SEAL);
 	bbx_enc_str(&e, BBX_T_PATH, NULL); /* NULL string: field omitted */
 	struct bbx_rec_hdr h = {0};
-	ck_assert_int_eq(bbx_enc_finish(&e, &h), BBX_REC_MIN_LEN);
+	/* Empty but for the reserved CHAIN field. */
+	ck_assert_int_eq(bbx_enc_finish(&e, &h), BBX_REC_MIN_LEN + BBX_REC_CHAIN_LEN);
 	struct bbx_rec r;
 	memset(&r, 0xa5, sizeof r);
-	ck_assert_int_eq(bbx_rec_decode(buf, BBX_REC_MIN_LEN, &r), 0);
+	ck_assert_int_eq(bbx_rec_decode(buf, BBX_REC_MIN_LEN + BBX_REC_CHAIN_LEN, &r), 0);
 	ck_assert_int_eq(r.type, BBX_REC_SEAL);
-	ck_assert_uint_eq(r.len, BBX_REC_MIN_LEN);
+	ck_assert_uint_eq(r.len, BBX_REC_MIN_LEN + BBX_REC_CHAIN_LEN);
+	ck_assert(r.has_chain);
+	ck_assert_uint_eq(r.chain, 0);
 	ck_assert_ptr_null(r.op);
 	ck_assert_ptr_null(r.path);
 	ck_assert_ptr_null(r.argv);
@@ -253,7 +262,7 @@ START_TEST(test_roundtrip_empty)
 	bbx_enc_bytes(&e, BBX_T_ARGV, NULL, 0);
 	bbx_enc_bytes(&e, BBX_T_TARGET, NULL, 0);
 	long len = bbx_enc_finish(&e, &h);
-	ck_assert_int_eq(len, BBX_REC_MIN_LEN + 7 + 3 * 6);
+	ck_assert_int_eq(len, BBX_REC_MIN_LEN + BBX_REC_CHAIN_LEN + 7 + 3 * 6);
 	ck_assert_int_eq(bbx_rec_decode(buf, (size_t)len, &r), 0);
 	ck_assert_str_eq(r.path, "");
 	ck_assert(r.has_xvalue);
@@ -528,7 +537,7 @@ START_TEST(test_unknown_tags_skipped)
 	 * malformed as any known type (no NUL, odd sizes, an embedded magic). */
 	bbx_enc_bytes(&e, 0, "zero", 4);
 	bbx_enc_str(&e, BBX_T_OP, "unlink");
-	bbx_enc_bytes(&e, 24, "BBX1\x01", 5);
+	bbx_enc_bytes(&e, 1000, "BBX1\x01", 5); /* 24 is RULE now */
 	bbx_enc_str(&e, BBX_T_PATH, "/ws/f");
 	bbx_enc_bytes(&e, 999, NULL, 0);
 	bbx_enc_u64(&e, BBX_T_SIZE, 77);
@@ -593,14 +602,17 @@ START_TEST(test_encoder_overflow)
 	uint8_t buf[256];
 	struct bbx_enc e;
 	struct bbx_rec_hdr h = {.seq = 1};
-	/* A buffer smaller than an empty record. */
+	/* A buffer smaller than an empty record (header, CHAIN, trailer). */
+	const size_t empty = BBX_REC_MIN_LEN + BBX_REC_CHAIN_LEN;
 	bbx_enc_begin(&e, buf, BBX_REC_MIN_LEN - 1, BBX_REC_NOTE);
 	ck_assert_int_eq(bbx_enc_finish(&e, &h), -ENAMETOOLONG);
-	bbx_enc_begin(&e, buf, BBX_REC_MIN_LEN, BBX_REC_NOTE);
-	ck_assert_int_eq(bbx_enc_finish(&e, &h), BBX_REC_MIN_LEN);
+	bbx_enc_begin(&e, buf, empty - 1, BBX_REC_NOTE);
+	ck_assert_int_eq(bbx_enc_finish(&e, &h), -ENAMETOOLONG);
+	bbx_enc_begin(&e, buf, empty, BBX_REC_NOTE);
+	ck_assert_int_eq(bbx_enc_finish(&e, &h), (long)empty);
 
-	/* Exactly full: header + (6 + 5) + trailer. */
-	const size_t exact = BBX_REC_MIN_LEN + 6 + 5;
+	/* Exactly full: header + CHAIN + (6 + 5) + trailer. */
+	const size_t exact = empty + 6 + 5;
 	memset(buf, 0x5a, sizeof buf);
 	bbx_enc_begin(&e, buf, exact, BBX_REC_NOTE);
 	bbx_enc_str(&e, BBX_T_TEXT, "abcd");
@@ -622,7 +634,7 @@ START_TEST(test_encoder_overflow)
 	/* Every encoder entry point overflows the same way. */
 	for (int which = 0; which < 5; which++) {
 		memset(buf, 0x5a, sizeof buf);
-		bbx_enc_begin(&e, buf, BBX_REC_MIN_LEN + 5, BBX_REC_META);
+		bbx_enc_begin(&e, buf, BBX_REC_MIN_LEN + BBX_REC_CHAIN_LEN + 5, BBX_REC_META);
 		switch (which) {
 		case 0: bbx_enc_u32(&e, BBX_T_KIND, 1); break;
 		case 1: bbx_enc_u64(&e, BBX_T_SIZE, 1); break;
@@ -631,7 +643,7 @@ START_TEST(test_encoder_overflow)
 		case 4: bbx_enc_bytes(&e, BBX_T_XVALUE, "", 0); break;
 		}
 		ck_assert_int_eq(bbx_enc_finish(&e, &h), -ENAMETOOLONG);
-		for (size_t i = BBX_REC_MIN_LEN + 5; i < sizeof buf; i++)
+		for (size_t i = BBX_REC_MIN_LEN + BBX_REC_CHAIN_LEN + 5; i < sizeof buf; i++)
 			ck_assert_uint_eq(buf[i], 0x5a);
 	}
 }

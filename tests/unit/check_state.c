@@ -55,14 +55,19 @@ START_TEST(test_create_and_map)
 	char p[PATH_MAX + 16];
 	struct bbx_state *st = fresh_state("create", p, sizeof p);
 	ck_assert_uint_eq(st->magic, BBX_STATE_MAGIC);
-	ck_assert_uint_eq(st->version, 1);
+	ck_assert_uint_eq(st->version, BBX_STATE_VERSION);
+	ck_assert_ptr_nonnull(bbx_state_lock(st));
 	ck_assert_uint_eq(st->nslots, BBX_STATE_SLOTS);
 	ck_assert_uint_eq(st->seq, 1);
 	struct stat sb;
 	ck_assert_int_eq(stat(p, &sb), 0);
 	ck_assert_int_eq(sb.st_mode & 07777, 0600);
-	ck_assert_uint_eq((size_t)sb.st_size,
+	/* The slot table, then the journal lock (version 2), 64-byte aligned. */
+	ck_assert_uint_eq(bbx_state_lock_off(BBX_STATE_SLOTS) % 64, 0);
+	ck_assert_uint_ge(bbx_state_lock_off(BBX_STATE_SLOTS),
 			  sizeof(struct bbx_state) + BBX_STATE_SLOTS * sizeof(struct bbx_state_slot));
+	ck_assert_uint_eq((size_t)sb.st_size, bbx_state_lock_off(BBX_STATE_SLOTS) +
+			  ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63));
 	/* Allocated, not sparse: a hole in a shared mapping raises SIGBUS on a full disk. */
 	ck_assert_int_ge((long long)sb.st_blocks * 512, (long long)sb.st_size);
 	/* The first sequence number is 1 (0 means "no record" in pending creations). */

@@ -8,6 +8,7 @@ check_PROGRAMS += \
 	tests/unit/check_state \
 	tests/unit/check_undo \
 	tests/unit/check_match \
+	tests/unit/check_chain \
 	$(NULL)
 TESTS += \
 	tests/unit/check_record \
@@ -16,6 +17,7 @@ TESTS += \
 	tests/unit/check_state \
 	tests/unit/check_undo \
 	tests/unit/check_match \
+	tests/unit/check_chain \
 	$(NULL)
 
 tests_unit_check_record_SOURCES = tests/unit/check_record.c tests/unit/unit.h
@@ -41,3 +43,6 @@ tests_unit_check_undo_LDADD = journal/libbbxundo.la $(CHECK_LIBS)
 tests_unit_check_match_SOURCES = tests/unit/check_match.c tests/unit/unit.h
 tests_unit_check_match_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_match_LDADD = policy/libbbxpol.la $(CHECK_LIBS)
+tests_unit_check_chain_SOURCES = tests/unit/check_chain.c tests/unit/unit.h
+tests_unit_check_chain_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_check_chain_LDADD = tools/libbbxtool.la $(CHECK_LIBS)
