@@ -12,6 +12,7 @@
  */
 #include "common.h"
 #include "log.h"
+#include "verify.h"
 #include "journal/pathmap.h"
 #include "journal/reader.h"
 #include "journal/run.h"
@@ -50,7 +51,9 @@ static void usage(FILE *f)
 		"  -x, --exec         process events (EXEC, PROC, EXIT) only\n"
 		"  -t, --tree         the process tree, with argv, exit status and counts\n"
 		"  -s, --stats        totals by type, operation, decision; top programs, paths\n"
-		"  -j, --json         JSON Lines (with --stats/--tree: JSON too)\n"
+		"  -j, --json         JSON Lines (with --stats/--tree/--verify: JSON too)\n"
+		"  -V, --verify       check integrity: checksums, hash chain, sequence numbers,\n"
+		"                     seal, torn tail, objects; exit 0 clean, 1 problems\n"
 		"      --format F     text, json or ocsf (OCSF 1.1 JSON Lines)\n"
 		"  -r, --records      every record, RESULTs unfolded (the format of bbx-log 0.1)\n"
 		"  -f, --follow       keep reading as the run appends, until it is sealed\n"
@@ -787,15 +790,18 @@ int main(int argc, char **argv)
 		{"follow", no_argument, 0, 'f'}, {"no-pager", no_argument, 0, O_NOPAGER},
 		{"color", required_argument, 0, O_COLOR}, {"colour", required_argument, 0, O_COLOR},
 		{"help", no_argument, 0, 'h'},
-		/* --verify is wired here by the lead (tools/verify.c, bbx_verify()). */
+		{"verify", no_argument, 0, 'V'},
 		{0, 0, 0, 0}};
 	enum { FMT_TEXT, FMT_JSON, FMT_OCSF } fmt = FMT_TEXT;
-	bool tree = false, stats = false, follow = false, nopager = false;
+	bool tree = false, stats = false, follow = false, nopager = false, verify = false;
 	int colormode = 0; /* 0 auto, 1 always, -1 never */
 	int ch;
 	char *end;
-	while ((ch = getopt_long(argc, argv, "p:o:P:dxtsjrfh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:o:P:dxtsjrfhV", lo, NULL)) != -1) {
 		switch (ch) {
+		case 'V':
+			verify = true;
+			break;
 		case 'p':
 			errno = 0;
 			long v = strtol(optarg, &end, 10);
@@ -856,6 +862,8 @@ int main(int argc, char **argv)
 
 	char dir[PATH_MAX], jpath[PATH_MAX + 16];
 	bbx_tool_journal(optind < argc ? argv[optind] : NULL, dir, sizeof dir);
+	if (verify) /* 0 clean, 1 problems, 2 unreadable */
+		return bbx_verify(dir, stdout, fmt == FMT_JSON);
 	snprintf(jpath, sizeof jpath, "%s/journal", dir);
 	if (bbx_run_meta_get(dir, "host", bbx_log.host, sizeof bbx_log.host))
 		bbx_log.host[0] = 0;
