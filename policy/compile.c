@@ -575,7 +575,11 @@ static int on_pair(void *user, const char *section, const char *key, const char 
 			FAIL("relative path \"%s\" (must be absolute after expanding variables)",
 			     v);
 		bbx_pol_resolve_path(v, sizeof v);
-		return new_rule(c, id, section, key, v, line) ? 0 : -1;
+		struct rule *nr = new_rule(c, id, section, key, v, line);
+		struct stat psb;
+		if (nr && id == BBX_PS_PROTECT && lstat(v, &psb) < 0 && errno == ENOENT)
+			nr->r.flags |= BBX_RF_ABSENT;
+		return nr ? 0 : -1;
 	}
 
 	if (!strcmp(s, "network")) {
@@ -1113,7 +1117,8 @@ void bbx_pol_print(const struct bbx_pol_hdr *p, FILE *out)
 			snprintf(loc, sizeof loc, "%s (%u inodes%s)", bbx_pol_str(p, r[i].loc), n,
 				 r[i].flags & BBX_RF_PARTIAL ? ", partial: too many files" : "");
 		} else {
-			snprintf(loc, sizeof loc, "%s", bbx_pol_str(p, r[i].loc));
+			snprintf(loc, sizeof loc, "%s%s", bbx_pol_str(p, r[i].loc),
+				 r[i].flags & BBX_RF_ABSENT ? " (absent: not enforced this run)" : "");
 		}
 		print_rule(out, key, bbx_pol_str(p, r[i].value), loc);
 	}

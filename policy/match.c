@@ -194,7 +194,7 @@ static const struct bbx_pol_rule *under_any(const struct bbx_pol_hdr *p, int sec
 {
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
 	for (uint32_t i = 0; i < p->n_rules; i++)
-		if (r[i].section == section &&
+		if (r[i].section == section && !(r[i].flags & BBX_RF_ABSENT) &&
 		    bbx_path_under(path, bbx_pol_str(p, r[i].value), r[i].value_len))
 			return &r[i];
 	return NULL;

@@ -21,7 +21,7 @@
  *   [general] mode: safe refuses every mutation; audit decides and records everything
  *             but refuses nothing; enforce refuses what the rules below refuse.
  *   [paths]   a mutation is allowed only if its resolved target is under a write root
- *             and under no protect entry; deny_read refuses reading (and listing,
+ *             and under no protect entry (that existed when the run started); deny_read refuses reading (and listing,
  *             stat, readlink, exec) and beats everything; the journal directory is
  *             always protected.
  *   [network] deny rules beat allow rules; an address no allow rule matches is refused.
@@ -76,6 +76,9 @@ enum bbx_pol_net_kind {
 #define BBX_RF_BUILTIN 1u /* from the built-in rules, not from a file */
 #define BBX_RF_PARTIAL 2u /* deny_read root whose inode set is incomplete (too many files) */
 #define BBX_RF_PREFIX 4u  /* exec: glob ends in '*' only (fast prefix compare) */
+#define BBX_RF_ABSENT 8u  /* protect path that did not exist when the run started: it
+			     guards what is there (a repository's hooks), so it is not
+			     enforced in this run (a new repository's git init works) */
 
 struct bbx_pol_rule {
 	uint16_t section; /* enum bbx_pol_sect */

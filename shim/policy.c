@@ -292,6 +292,15 @@ static int always_writable(const char *p)
 {
 	static const char *const dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
 					  "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"};
+	/* The process's own /proc entries (oom_score_adj, comm, attr/...): settings of the
+	 * process itself, not files of any tree. */
+	if (!strncmp(p, "/proc/", 6)) {
+		char own[32];
+		int n = snprintf(own, sizeof own, "/proc/%d", (int)getpid());
+		return bbx_path_under(p, "/proc/self", 10) ||
+		       bbx_path_under(p, "/proc/thread-self", 17) ||
+		       (n > 0 && bbx_path_under(p, own, (size_t)n));
+	}
 	if (strncmp(p, "/dev/", 5))
 		return 0;
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)

@@ -139,6 +139,10 @@ START_TEST(test_write_precedence)
 	ck_assert_str_eq(bbx_pol_str(p, v.rule->loc), "t.ini:3 [s] k = /ws/.git/hooks");
 	bbx_pol_write(p, "/ws/.git/hooksx", &v);
 	ck_assert_int_eq(v.decision, BBX_DEC_ALLOW);
+	((struct bbx_pol_rule *)bbx_pol_rules(p))[2].flags |= BBX_RF_ABSENT;
+	bbx_pol_write(p, "/ws/.git/hooks/pre-commit", &v); /* absent at start: not enforced */
+	ck_assert_int_eq(v.decision, BBX_DEC_ALLOW);
+	((struct bbx_pol_rule *)bbx_pol_rules(p))[2].flags &= ~BBX_RF_ABSENT;
 	bbx_pol_write(p, "/ws/secrets/k", &v); /* deny_read beats write */
 	ck_assert_int_eq(v.decision, BBX_DEC_DENY);
 	bbx_pol_read(p, "/ws/secrets", &v);
