@@ -296,6 +296,12 @@ static void attribute(size_t i)
 			p->exe = r->exe;
 			p->argv = r->argv;
 			p->argv_len = r->argv_len;
+			/* bbx-run's command: its child execs it under the shim, and that is
+			 * the journal's first exec. */
+			static bool first_exec_seen;
+			if (!first_exec_seen)
+				p->is_cmd = true;
+			first_exec_seen = true;
 		}
 	}
 	if (r->type == BBX_REC_EXIT && r->has_pid) {
