@@ -10,8 +10,8 @@
  *    open_by_handle_at (opens a file without a path, past every path rule) and ptrace
  *    (another process's memory, hence its shim) fail with EPERM.
  *  - Landlock: in enforce mode, creating, removing, renaming and writing files is
- *    allowed by the kernel only beneath the write roots, the journal directory and /dev
- *    (terminals, /dev/null).  A second line behind the shim for programs the shim cannot
+ *    allowed by the kernel only beneath the write roots and the journal directory, and
+ *    writing (not creating) in /dev (terminals, /dev/null) and /proc.  A second line behind the shim for programs the shim cannot
  *    enter (static, setuid); the shim refuses first, with a DENY record and an
  *    explanation, for everything it sees.  Protect entries inside write roots remain
  *    the shim's alone (Landlock cannot take back a right below a granted directory).
@@ -132,10 +132,15 @@ static int landlock_layer(const struct bbx_pol_hdr *p, const char *jdir, char *m
 			rc = ll_add(rs, bbx_pol_str(p, r[i].value), w);
 	if (!rc)
 		rc = ll_add(rs, jdir, w);
-	/* /dev: writing to terminals and /dev/null; nothing is created there. */
+	/* /dev: writing to terminals and /dev/null; /proc: a process's own settings
+	 * (oom_score_adj, uid_map of a user namespace).  Nothing is created in either;
+	 * other /proc writes are the shim's to refuse (Landlock cannot say "own pid"). */
 	if (!rc)
 		rc = ll_add(rs, "/dev", LANDLOCK_ACCESS_FS_WRITE_FILE |
 					 (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0));
+	if (!rc)
+		rc = ll_add(rs, "/proc", LANDLOCK_ACCESS_FS_WRITE_FILE |
+					  (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0));
 	if (!rc && geteuid() != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		rc = -errno;
 	if (!rc && syscall(SYS_landlock_restrict_self, rs, 0) < 0)
