@@ -41,3 +41,10 @@ tests_unit_check_undo_LDADD = journal/libbbxundo.la $(CHECK_LIBS)
 tests_unit_check_match_SOURCES = tests/unit/check_match.c tests/unit/unit.h
 tests_unit_check_match_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_match_LDADD = policy/libbbxpol.la $(CHECK_LIBS)
+
+# the policy compiler (policy/libbbxpolc.la: INI text to blob)
+check_PROGRAMS += tests/unit/check_policy
+TESTS += tests/unit/check_policy
+tests_unit_check_policy_SOURCES = tests/unit/check_policy.c tests/unit/unit.h
+tests_unit_check_policy_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_policy_LDADD = policy/libbbxpolc.la $(CHECK_LIBS)
