@@ -77,7 +77,7 @@ section "3. the damage"
 cmp -s "$T/before.snap" "$T/damaged.snap" && die "the agent changed nothing?"
 
 section "4. what the journal recorded (bbx-log J)"
-"$TOOLS/bbx-log" "$J" > "$T/log.txt" 2> "$T/log.err"
+"$TOOLS/bbx-log" --records "$J" > "$T/log.txt" 2> "$T/log.err"
 rc=$?
 [ "$rc" -eq 0 ] || { cat "$T/log.err" >&2; die "bbx-log failed (exit $rc)"; }
 printf '%d records:' "$(wc -l < "$T/log.txt")"

@@ -6,6 +6,7 @@ dist_man_MANS += \
 	doc/bbx-log.1 \
 	doc/bbx-policy.1 \
 	doc/bbx-policy.5 \
+	doc/bbx-diff.1 \
 	doc/libbbxshim.7 \
 	$(NULL)
 EXTRA_DIST += doc/journal-format.md

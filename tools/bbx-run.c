@@ -97,8 +97,20 @@ static char *join_argv(char **av)
 	return s;
 }
 
+/* The run's command is started by bbx-run itself re-executed under the shim, in this
+ * mode: its execvp() then goes through the shim's exec wrapper like any exec of the
+ * run (the [exec] rules, [exec] static, deny_read, the EXEC or DENY record and the
+ * explanation), so the first command is decided exactly like every later one. */
+#define EXEC_UNDER_SHIM "--exec-under-shim"
+
 int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], EXEC_UNDER_SHIM)) {
+		execvp(argv[2], argv + 2);
+		int e = errno;
+		warn("%s", argv[2]);
+		_exit(e == ENOENT ? 127 : 126);
+	}
 	static const struct option lo[] = {{"journal", required_argument, 0, 'j'},
 					   {"transaction", no_argument, 0, 't'},
 					   {"policy", required_argument, 0, 'p'},
@@ -161,16 +173,21 @@ int main(int argc, char **argv)
 	free(cmdline);
 	if ((rc = bbx_pol_install(dir, pblob, plen)))
 		errx(1, "%s: cannot install the policy: %s", dir, strerror(-rc));
-	free(pblob);
 
-	/* The command's own start is the run's first EXEC record. */
-	struct bbx_run run;
-	if ((rc = bbx_run_open(&run, dir)))
-		errx(1, "%s: %s", dir, strerror(-rc));
-	uint64_t seq;
-	if ((rc = bbx_cap_exec(&run, "bbx-run", cmd[0], cmd, &seq)))
-		errx(1, "%s: cannot journal: %s", dir, strerror(-rc));
-	bbx_run_close(&run);
+	/* The command's own start, the run's first EXEC record, is written by the shim
+	 * (EXEC_UNDER_SHIM), after the policy had its say. */
+	size_t ncmd = 0;
+	while (cmd[ncmd])
+		ncmd++;
+	char **via = calloc(ncmd + 3, sizeof *via);
+	char self[PATH_MAX];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (!via || sl <= 0)
+		err(1, "cannot re-execute bbx-run under the shim");
+	self[sl] = 0;
+	via[0] = self;
+	via[1] = EXEC_UNDER_SHIM;
+	memcpy(via + 2, cmd, (ncmd + 1) * sizeof *via);
 
 	const char *old = getenv("LD_PRELOAD");
 	char pre[2 * PATH_MAX + 2];
@@ -195,12 +212,11 @@ int main(int argc, char **argv)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		char why[512];
-		if (bbx_sandbox_apply(NULL, dir, why, sizeof why) && !quiet)
+		if (bbx_sandbox_apply(pblob, dir, why, sizeof why) && !quiet)
 			fprintf(stderr, "bbx-run: %s\n", why);
-		execvp(cmd[0], cmd);
-		int e = errno;
-		warn("%s", cmd[0]);
-		_exit(e == ENOENT ? 127 : 126);
+		execv(via[0], via);
+		warn("%s", via[0]);
+		_exit(126);
 	}
 	int status;
 	while (waitpid(child, &status, 0) < 0) {

@@ -25,3 +25,6 @@ EXTRA_DIST += tests/e2e/t-policy.sh
 # effective policy of a fixture using every key, the blob, bbx-run's refusal, explain
 TESTS += tests/e2e/t-policy-parse.sh
 EXTRA_DIST += tests/e2e/t-policy-parse.sh tests/policy
+# the forensic tools: bbx-log (views, filters, JSON, OCSF, follow) and bbx-diff
+TESTS += tests/e2e/t-log.sh tests/e2e/t-diff.sh
+EXTRA_DIST += tests/e2e/t-log.sh tests/e2e/t-diff.sh

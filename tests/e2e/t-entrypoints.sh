@@ -121,7 +121,7 @@ t() {
 	[ $rc -ne 0 ] && diag_file "$o.out"
 	ok $rc "$name: $label: call succeeded${NOCHANGE:+ (no change expected)}"
 
-	bbx-log "$J" >"$o.log" 2>&1
+	bbx-log --records "$J" >"$o.log" 2>&1
 	for ty in ${types//+/ }; do
 		op=$name
 		case $ty in *:*) op=${ty#*:} ty=${ty%%:*} ;; esac

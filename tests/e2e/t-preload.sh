@@ -20,7 +20,7 @@ grep -qx 'origin=preload' "$BBX_STATE_DIR/latest/meta"
 ok $? "its meta says it was started by the preload"
 [ "$(ls "$BBX_STATE_DIR" | grep -vc '^latest$')" -eq 1 ]
 ok $? "exactly one run: the children joined it"
-bbx-log >"$T_TMP/log" 2>&1
+bbx-log --records >"$T_TMP/log" 2>&1
 grep -qE "^[0-9]+ [^ ]+ [0-9]+ CREATE [a-z0-9_]+ $W/g " "$T_TMP/log"
 ok $? "bbx-log (latest) shows the env -i grandchild's file"
 grep -qE "^[0-9]+ [^ ]+ [0-9]+ PRESERVE [a-z]+ $W/d/e/f " "$T_TMP/log"

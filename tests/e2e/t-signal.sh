@@ -11,7 +11,7 @@ before=$(mktemp "$T_TMP/snap.XXXXXX"); snap "$W" >"$before"
 J="$T_TMP/j"
 bbx-run --journal "$J" -- "$BBX_BUILDDIR/tests/progs/sighandler" "$W/fifo" "$W/victim"
 ok $? "the handler's unlink ran during the blocked open"
-bbx-log "$J" | grep -qE "^[0-9]+ [^ ]+ [0-9]+ PRESERVE unlink $W/victim kind=file how=link"
+bbx-log --records "$J" | grep -qE "^[0-9]+ [^ ]+ [0-9]+ PRESERVE unlink $W/victim kind=file how=link"
 ok $? "the handler's unlink is journaled with its pre-image"
 bbx-undo -q "$J" >/dev/null
 ok $? "bbx-undo exits 0"

@@ -12,3 +12,7 @@ tests_progs_sighandler_SOURCES = tests/progs/sighandler.c
 check_PROGRAMS += tests/progs/staticprog
 tests_progs_staticprog_SOURCES = tests/progs/staticprog.c
 tests_progs_staticprog_LDFLAGS = -all-static
+# mkjournal: a journal of known records of every type, for t-log.sh.
+check_PROGRAMS += tests/progs/mkjournal
+tests_progs_mkjournal_SOURCES = tests/progs/mkjournal.c
+tests_progs_mkjournal_LDADD = journal/libbbxjournal.la
