@@ -9,7 +9,7 @@
 
 FIX="$BBX_SRCDIR/tests/policy"
 bads=("$FIX"/bad-*.ini)
-plan $((${#bads[@]} + 26))
+plan $((${#bads[@]} + 27))
 unset BBX_POLICY BBX_WORKSPACE
 export XDG_CONFIG_HOME="$T_TMP/xdg" # empty: no user policy unless a test puts one there
 mkdir -p "$XDG_CONFIG_HOME"
@@ -40,6 +40,14 @@ sed -e "s|$T|@T@|g" -e "s|/run/user/$(id -u)/|/run/user/@UID@/|g" -e 's/  *; / ;
 sed -e 's/  *; / ; /' "$FIX/good-full.expect" >"$T/full.want"
 if cmp -s "$T/full.norm" "$T/full.want"; then ok 0 "good-full.ini: effective policy as expected"
 else diff "$T/full.want" "$T/full.norm" | head -20 | sed 's/^/# /' >&2; ok 1 "good-full.ini: effective policy as expected"; fi
+
+# check's output is itself a policy with the same rules (the built-in ones, now in the
+# file, come out twice: the repeats are dropped before comparing)
+bbx-policy check "$T/full.out" >"$T/full2.out" 2>"$T/err"
+rc=$?
+rules() { grep -v '^;' "$1" | sed 's/ *;.*//' | awk '/^\[|^$/ || !seen[$0]++'; }
+[ $rc -eq 0 ] && cmp -s <(rules "$T/full.out") <(rules "$T/full2.out")
+ok $? "check's output parses back to the same rules"
 
 # 3. the built-in default is the top-level policy.ini, and is safe for agents
 bbx-policy check >"$T/builtin.out" 2>"$T/err"
