@@ -184,6 +184,15 @@ void bbx_pol_normalise(char *path)
 void bbx_pol_resolve_path(char *path, size_t cap)
 {
 	bbx_pol_normalise(path);
+	/* /proc/self names whichever process looks: resolving it here would name the
+	 * compiler's pid.  Kept as written; the matcher compares a process's own
+	 * /proc/PID as /proc/self. */
+	static const char *const selfs[] = {"/proc/self", "/proc/thread-self"};
+	for (size_t i = 0; i < 2; i++) {
+		size_t l = strlen(selfs[i]);
+		if (!strncmp(path, selfs[i], l) && (path[l] == 0 || path[l] == '/'))
+			return;
+	}
 	char head[PATH_MAX], real[PATH_MAX];
 	snprintf(head, sizeof head, "%s", path);
 	size_t hl = strlen(head);

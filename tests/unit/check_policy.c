@@ -93,6 +93,9 @@ START_TEST(test_resolve_symlinked_parent)
 	bbx_pol_resolve_path(p, sizeof p);
 	snprintf(want, sizeof want, "%s/real", base);
 	ck_assert_str_eq(p, want);
+	snprintf(p, sizeof p, "/proc/self/../self/task/");
+	bbx_pol_resolve_path(p, sizeof p); /* not the compiler's own pid */
+	ck_assert_str_eq(p, "/proc/self/task");
 	snprintf(p, sizeof p, "%s/link/x/../new/deeper", unit_base);
 	bbx_pol_resolve_path(p, sizeof p);
 	snprintf(want, sizeof want, "%s/real/new/deeper", base);
