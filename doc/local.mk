@@ -4,6 +4,8 @@ dist_man_MANS += \
 	doc/bbx-run.1 \
 	doc/bbx-undo.1 \
 	doc/bbx-log.1 \
+	doc/bbx-policy.1 \
+	doc/bbx-policy.5 \
 	doc/bbx-diff.1 \
 	doc/libbbxshim.7 \
 	$(NULL)

@@ -184,6 +184,15 @@ void bbx_pol_normalise(char *path)
 void bbx_pol_resolve_path(char *path, size_t cap)
 {
 	bbx_pol_normalise(path);
+	/* /proc/self names whichever process looks: resolving it here would name the
+	 * compiler's pid.  Kept as written; the matcher compares a process's own
+	 * /proc/PID as /proc/self. */
+	static const char *const selfs[] = {"/proc/self", "/proc/thread-self"};
+	for (size_t i = 0; i < 2; i++) {
+		size_t l = strlen(selfs[i]);
+		if (!strncmp(path, selfs[i], l) && (path[l] == 0 || path[l] == '/'))
+			return;
+	}
 	char head[PATH_MAX], real[PATH_MAX];
 	snprintf(head, sizeof head, "%s", path);
 	size_t hl = strlen(head);
@@ -1095,8 +1104,11 @@ void bbx_pol_print(const struct bbx_pol_hdr *p, FILE *out)
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
 	fprintf(out, "; effective policy: %s\n", bbx_pol_str(p, p->src));
 	fprintf(out, "; ${WORKSPACE} = %s\n", bbx_pol_str(p, p->workspace));
-	fprintf(out, "; %u rules (%u built-in exec rules), %u deny_read inodes\n", p->n_rules,
-		p->n_exec, p->n_inodes);
+	uint32_t nb = 0;
+	for (uint32_t i = 0; i < p->n_rules; i++)
+		nb += (r[i].flags & BBX_RF_BUILTIN) != 0;
+	fprintf(out, "; %u rules (%u of them built-in exec rules), %u deny_read inodes\n",
+		p->n_rules, nb, p->n_inodes);
 	fprintf(out, "\n[general]\nmode = %s\nexplain = %s\n",
 		p->mode <= BBX_MODE_SAFE ? modes[p->mode] : "?", p->explain ? "on" : "off");
 

@@ -21,6 +21,10 @@ EXTRA_DIST += tests/e2e/t-preload.sh
 # policy: path, read and exec enforcement by real programs under fixture policies
 TESTS += tests/e2e/t-policy.sh
 EXTRA_DIST += tests/e2e/t-policy.sh
+# the policy compiler: malformed fixtures (one per case, exact FILE:LINE message), the
+# effective policy of a fixture using every key, the blob, bbx-run's refusal, explain
+TESTS += tests/e2e/t-policy-parse.sh
+EXTRA_DIST += tests/e2e/t-policy-parse.sh tests/policy
 # the forensic tools: bbx-log (views, filters, JSON, OCSF, follow) and bbx-diff
 TESTS += tests/e2e/t-log.sh tests/e2e/t-diff.sh
 EXTRA_DIST += tests/e2e/t-log.sh tests/e2e/t-diff.sh

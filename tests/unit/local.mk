@@ -46,3 +46,10 @@ tests_unit_check_match_LDADD = policy/libbbxpol.la $(CHECK_LIBS)
 tests_unit_check_chain_SOURCES = tests/unit/check_chain.c tests/unit/unit.h
 tests_unit_check_chain_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_check_chain_LDADD = tools/libbbxtool.la $(CHECK_LIBS)
+
+# the policy compiler (policy/libbbxpolc.la: INI text to blob)
+check_PROGRAMS += tests/unit/check_policy
+TESTS += tests/unit/check_policy
+tests_unit_check_policy_SOURCES = tests/unit/check_policy.c tests/unit/unit.h
+tests_unit_check_policy_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_policy_LDADD = policy/libbbxpolc.la $(CHECK_LIBS)
