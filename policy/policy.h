@@ -87,8 +87,8 @@ struct bbx_pol_rule {
 	uint16_t kind;    /* enum bbx_pol_net_kind, network rules */
 	uint32_t value;   /* string: path (absolute, resolved, no trailing '/'), glob, host */
 	uint32_t value_len;
-	uint32_t loc;     /* string: "policy.ini:12 [paths] write = /tmp" (built-ins:
-			     "built-in [exec] deny = rm -rf /") */
+	uint32_t loc;     /* string: "policy.ini:12 [paths] write" (built-ins:
+			     "built-in [exec] deny"); the value is in value */
 	uint16_t port;    /* network: host byte order, 0 = any */
 	uint8_t prefix;   /* network: CIDR bits */
 	uint8_t flags;    /* BBX_RF_* */
