@@ -7,6 +7,7 @@ check_PROGRAMS += \
 	tests/unit/check_writer \
 	tests/unit/check_state \
 	tests/unit/check_undo \
+	tests/unit/check_redact \
 	$(NULL)
 TESTS += \
 	tests/unit/check_record \
@@ -14,6 +15,7 @@ TESTS += \
 	tests/unit/check_writer \
 	tests/unit/check_state \
 	tests/unit/check_undo \
+	tests/unit/check_redact \
 	$(NULL)
 
 tests_unit_check_record_SOURCES = tests/unit/check_record.c tests/unit/unit.h
@@ -35,3 +37,7 @@ tests_unit_check_state_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
 tests_unit_check_undo_SOURCES = tests/unit/check_undo.c
 tests_unit_check_undo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_check_undo_LDADD = journal/libbbxundo.la $(CHECK_LIBS)
+
+tests_unit_check_redact_SOURCES = tests/unit/check_redact.c tests/unit/unit.h
+tests_unit_check_redact_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_check_redact_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
