@@ -295,14 +295,77 @@ static bool shape_at(const char *s, char prev, bool *aws_seen, size_t *keep, siz
 	return false;
 }
 
+static bool secret_name(const char *name);
+static const char *argv_glob(const char *s, bool want_flag);
+
+static bool word_end(char c) { return !c || is_space(c) || strchr(";&|()<>`'\"", c); }
+static bool ident(char c) { return is_alnum(c) || c == '_'; }
+
+/* Shell text (sh -c "...", a NOTE): at the start of a word, NAME=VALUE with a secret
+ * NAME, --flag=VALUE matching an argv glob, or the word after a secret flag ("--password
+ * VALUE").  *next_secret carries the last case from one word to the next. */
+static bool word_at(const char *s, bool *next_secret, size_t *keep, size_t *len)
+{
+	size_t wl = 0;
+	if (*s == '"' || *s == '\'') { /* a quoted word: to its closing quote */
+		const char *q = strchr(s + 1, *s);
+		wl = q ? (size_t)(q + 1 - s) : strlen(s);
+	} else {
+		while (!word_end(s[wl]))
+			wl++;
+	}
+	if (!wl)
+		return false;
+	if (*next_secret) {
+		*next_secret = false;
+		*keep = 0;
+		*len = wl;
+		return true;
+	}
+	char w[256]; /* a longer word is judged by its first 255 bytes */
+	size_t cl = wl < sizeof w ? wl : sizeof w - 1;
+	memcpy(w, s, cl);
+	w[cl] = 0;
+	char *eq = strchr(w, '=');
+	if (!eq) {
+		*next_secret = w[0] == '-' && argv_glob(w, true);
+		return false;
+	}
+	size_t nl = (size_t)(eq - w), vl;
+	const char *v = s + nl + 1;
+	if (*v == '"' || *v == '\'') {
+		const char *q = strchr(v + 1, *v);
+		vl = q ? (size_t)(q + 1 - v) : strlen(v);
+	} else {
+		vl = 0;
+		while (!word_end(v[vl]))
+			vl++;
+	}
+	bool id = nl && !(w[0] >= '0' && w[0] <= '9');
+	for (size_t i = 0; i < nl && id; i++)
+		id = ident(w[i]);
+	*eq = 0;
+	bool secret = id ? secret_name(w) : false;
+	*eq = '=';
+	if (!secret && w[0] == '-')
+		secret = argv_glob(w, false) != NULL;
+	if (!secret || !vl)
+		return false;
+	*keep = nl + 1;
+	*len = nl + 1 + vl;
+	return true;
+}
+
 static void text(struct out *o, const char *s)
 {
-	bool aws = false;
+	bool aws = false, next_secret = false;
 	char prev = 0;
 	size_t i = 0;
 	while (s[i]) {
 		size_t keep, len;
-		if (shape_at(s + i, prev, &aws, &keep, &len)) {
+		bool at_word = (!prev || is_space(prev) || strchr(";&|(`", prev)) && !is_space(s[i]);
+		if ((at_word && word_at(s + i, &next_secret, &keep, &len)) ||
+		    shape_at(s + i, prev, &aws, &keep, &len)) {
 			put(o, s + i, keep);
 			mark(o, s + i + keep, len - keep);
 			i += len;
@@ -452,4 +515,35 @@ size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 		len += n + 1;
 	}
 	return len;
+}
+
+size_t bbx_redact_block(const char *blk, size_t len, bool env, char *out, size_t cap)
+{
+	size_t olen = 0;
+	bool full = false;
+	const char *tool = NULL, *prev = NULL;
+	char last[256]; /* an unterminated last string, copied to terminate it */
+	for (size_t i = 0; i < len;) {
+		const char *s = blk + i;
+		const char *nul = memchr(s, 0, len - i);
+		size_t sl = nul ? (size_t)(nul - s) : len - i;
+		if (!nul) {
+			if (sl >= sizeof last)
+				sl = sizeof last - 1;
+			memcpy(last, s, sl);
+			last[sl] = 0;
+			s = last;
+		}
+		if (!tool)
+			tool = s;
+		size_t room = full || olen >= cap ? 0 : cap - olen;
+		char *o = room ? out + olen : NULL;
+		size_t n = env ? bbx_redact_env(s, o, room) : bbx_redact_arg(tool, prev, s, o, room);
+		if (n + 1 > room)
+			full = true;
+		olen += n + 1;
+		prev = s;
+		i += (nul ? (size_t)(nul - (blk + i)) : len - i) + 1;
+	}
+	return olen;
 }

@@ -62,5 +62,9 @@ size_t bbx_redact_arg(const char *tool, const char *prev, const char *arg, char 
  * holds only the elements that fitted whole. */
 size_t bbx_redact_argv(char *const argv[], char *out, size_t cap);
 size_t bbx_redact_envp(char *const envp[], char *out, size_t cap);
+/* The same over strings already stored back to back (/proc/self/cmdline): len bytes
+ * at blk, each string NUL-terminated (a missing last NUL is supplied).  env: NAME=VALUE
+ * entries, else an argv. */
+size_t bbx_redact_block(const char *blk, size_t len, bool env, char *out, size_t cap);
 
 #endif

@@ -11,6 +11,7 @@
 #include "shim.h"
 
 #include <dlfcn.h>
+#include <sys/wait.h> /* the wait family, for the table below */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,8 @@ int bbx_open_run(void)
 							 : bbx_status;
 		if (rc && bbx_status == BBX_STATUS_CLOSED)
 			warn_once(bbx_journal_dir, -rc);
+		if (!rc)
+			__atomic_store_n(&bbx_proc_pending, 1, __ATOMIC_RELEASE); /* proc.c */
 		__atomic_store_n(&bbx_status, rc, __ATOMIC_RELEASE);
 		__atomic_store_n(&open_state, 2, __ATOMIC_RELEASE);
 	} else {
@@ -125,6 +128,8 @@ static void atfork_child(void)
 		bbx_status = BBX_STATUS_CLOSED;
 		__atomic_store_n(&open_state, 0, __ATOMIC_RELEASE);
 	}
+	else if (__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) == 0)
+		bbx_proc_pending = 2; /* a new process: its PROC before its first record */
 	bbx_scratch_atfork_child();
 }
 

@@ -5,6 +5,7 @@ shim_libbbxshim_la_SOURCES = \
 	shim/shim.h shim/wrappers.def \
 	shim/init.c shim/env.c \
 	shim/open.c shim/tmp.c shim/names.c shim/size.c shim/meta.c shim/exec.c shim/net.c \
+	shim/proc.c \
 	$(NULL)
 shim_libbbxshim_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sections
 # -z norelro -z noseparate-code: two mappings instead of four.  Each costs every process

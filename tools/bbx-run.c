@@ -180,6 +180,13 @@ int main(int argc, char **argv)
 			err(1, "waitpid");
 	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	/* The command's end: EXIT with its pid, its EXEC record and the raw status. */
+	if ((rc = bbx_run_open(&run, dir)) == 0) {
+		rc = bbx_cap_exit(&run, "bbx-run", child, seq, status);
+		bbx_run_close(&run);
+	}
+	if (rc)
+		warnx("%s: cannot journal the command's exit: %s", dir, strerror(-rc));
 
 	unsetenv("LD_PRELOAD");
 	size_t npaths = 0;
