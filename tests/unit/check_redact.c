@@ -125,6 +125,20 @@ START_TEST(test_argv_defaults)
 }
 END_TEST
 
+START_TEST(test_shell_text)
+{
+	bbx_redact_reset();
+	ck_assert_str_eq(text("MY_API_TOKEN=abc env; echo ok"), "MY_API_TOKEN=" M " env; echo ok");
+	ck_assert_str_eq(text("export GH_TOKEN='a b c' && x"), "export GH_TOKEN=" M " && x");
+	ck_assert_str_eq(text("cli --password=hunter2xyz -v"), "cli --password=" M " -v");
+	ck_assert_str_eq(text("cli --password hunter2xyz -v"), "cli --password " M " -v");
+	ck_assert_str_eq(text("cli --token \"abc def\" -v"), "cli --token " M " -v");
+	ck_assert_str_eq(text("(PASSWORD=x; y)"), "(PASSWORD=" M "; y)");
+	ck_assert_str_eq(text("CC=gcc make V=1"), "CC=gcc make V=1");
+	ck_assert_str_eq(text("a=b==c --x=1 echo PASSWORD"), "a=b==c --x=1 echo PASSWORD");
+}
+END_TEST
+
 START_TEST(test_url_passwords)
 {
 	bbx_redact_reset();
@@ -209,6 +223,7 @@ int main(void)
 	tcase_add_test(tc, test_innocent_untouched);
 	tcase_add_test(tc, test_env_defaults);
 	tcase_add_test(tc, test_argv_defaults);
+	tcase_add_test(tc, test_shell_text);
 	tcase_add_test(tc, test_url_passwords);
 	tcase_add_test(tc, test_configured);
 	tcase_add_test(tc, test_fingerprint);
