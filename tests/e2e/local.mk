@@ -18,3 +18,6 @@ EXTRA_DIST += tests/e2e/t-rt-adversarial.sh
 # LD_PRELOAD alone, the state directory and its latest link
 TESTS += tests/e2e/t-preload.sh
 EXTRA_DIST += tests/e2e/t-preload.sh
+# process records (PROC, EXEC env, EXIT, RESULT) and redaction of secrets
+TESTS += tests/e2e/t-proc.sh
+EXTRA_DIST += tests/e2e/t-proc.sh tests/e2e/jdecode.py
