@@ -97,7 +97,8 @@ int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *con
 int bbx_cap_exec_env(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
 		     char *const envp[], uint64_t *seq);
 /* (procrec.c) PROC, a process's first record: EXE (/proc/self/exe), ARGV
- * (/proc/self/cmdline), CWD and ENV (envp, normally environ), redacted. */
+ * (/proc/self/cmdline), CWD and ENV (envp, normally environ), redacted.  Builds it in
+ * its own mapping, not the thread scratch: callable from bbx_run_prologue. */
 int bbx_cap_proc(struct bbx_run *run, char *const envp[]);
 /* (procrec.c) EXIT: a child ended.  pid (0: unknown) and/or ref (seq of the EXEC that
  * started it, 0: none), status the raw wait status. */

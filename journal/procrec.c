@@ -56,10 +56,10 @@ static void enc_list(struct bbx_enc *e, int tag, int kind, const void *list, siz
 }
 
 /* The buffer for one record: the scratch's, else a mapping of *cap bytes. */
-static void *get_buf(size_t *cap)
+static void *get_buf(size_t *cap, bool own)
 {
 	struct bbx_scratch *s = bbx_scratch();
-	if (*cap <= sizeof s->rec)
+	if (*cap <= sizeof s->rec && !own)
 		return s->rec;
 	void *b = mmap(NULL, *cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return b == MAP_FAILED ? NULL : b;
@@ -96,13 +96,15 @@ static void build_exec(struct bbx_enc *e, const struct job *j, int type)
 		enc_list(e, BBX_T_ENV, 1, j->envp, 0);
 }
 
-static int emit_grow(struct bbx_run *run, const struct job *j, int type, uint64_t *seq)
+/* own: never the scratch's buffer (the PROC prologue runs while it holds a record). */
+static int emit_grow(struct bbx_run *run, const struct job *j, int type, uint64_t *seq,
+		     bool own)
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
-	size_t cap = sizeof bbx_scratch()->rec;
+	size_t cap = own ? 1 << 16 : sizeof bbx_scratch()->rec;
 	for (;;) {
-		void *buf = get_buf(&cap);
+		void *buf = get_buf(&cap, own);
 		if (!buf)
 			return -ENOMEM;
 		struct bbx_enc e;
@@ -126,7 +128,7 @@ int bbx_cap_exec_env(struct bbx_run *run, const char *op, const char *exe, char 
 		     char *const envp[], uint64_t *seq)
 {
 	struct job j = {.op = op, .exe = exe, .argv = argv, .envp = envp};
-	return emit_grow(run, &j, BBX_REC_EXEC, seq);
+	return emit_grow(run, &j, BBX_REC_EXEC, seq, false);
 }
 
 /* Reads a whole small /proc file into a mapping; *len gets its size.  NULL on error. */
@@ -171,7 +173,7 @@ int bbx_cap_proc(struct bbx_run *run, char *const envp[])
 	static char *const none[] = {NULL};
 	struct job j = {.op = "start", .exe = n > 0 ? exe : NULL, .argv = none, .envp = envp,
 			.cmdline = cmd, .cmdline_len = len};
-	int rc = emit_grow(run, &j, BBX_REC_PROC, NULL);
+	int rc = emit_grow(run, &j, BBX_REC_PROC, NULL, true);
 	if (cmd)
 		munmap(cmd, cap);
 	return rc;

@@ -51,6 +51,13 @@ int bbx_run_resolve(const char *arg, char *out, size_t cap);
  * wrapper point a RESULT at the record its capture wrote. */
 extern __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec")));
 
+/* A prologue for a process's first record (the shim's PROC, procrec.c): when
+ * bbx_run_proc_pending is set, bbx_run_emit() clears it and calls bbx_run_prologue
+ * before appending.  The prologue must not use the thread scratch's record buffer (the
+ * record being emitted is in it).  Unset in the tools. */
+extern int bbx_run_proc_pending;
+extern void (*bbx_run_prologue)(struct bbx_run *run);
+
 /* Fills the header (times, pid, uid) and appends.  Returns 0 or -errno. */
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 

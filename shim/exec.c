@@ -23,12 +23,10 @@ extern char **environ;
 static long record_exec(const char *op, const char *exe, char *const argv[],
 			char *const envp[])
 {
-	/* A fork child that execs: the EXEC names the process, no PROC needed. */
-	int fork_child = 2;
-	__atomic_compare_exchange_n(&bbx_proc_pending, &fork_child, 0, 0, __ATOMIC_ACQ_REL,
-				    __ATOMIC_ACQUIRE);
 	if (bbx_usable())
 		return bbx_usable();
+	/* If this is the process's first record, the EXEC names it: no PROC needed. */
+	__atomic_store_n(&bbx_run_proc_pending, 0, __ATOMIC_RELEASE);
 	uint64_t seq;
 	int rc = bbx_cap_exec_env(&bbx_run, op, exe, argv, envp, &seq);
 	return rc ? rc : (long)seq;

@@ -109,7 +109,7 @@ int bbx_open_run(void)
 		if (rc && bbx_status == BBX_STATUS_CLOSED)
 			warn_once(bbx_journal_dir, -rc);
 		if (!rc)
-			__atomic_store_n(&bbx_proc_pending, 1, __ATOMIC_RELEASE); /* proc.c */
+			__atomic_store_n(&bbx_run_proc_pending, 1, __ATOMIC_RELEASE); /* PROC */
 		__atomic_store_n(&bbx_status, rc, __ATOMIC_RELEASE);
 		__atomic_store_n(&open_state, 2, __ATOMIC_RELEASE);
 	} else {
@@ -129,7 +129,7 @@ static void atfork_child(void)
 		__atomic_store_n(&open_state, 0, __ATOMIC_RELEASE);
 	}
 	else if (__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) == 0)
-		bbx_proc_pending = 2; /* a new process: its PROC before its first record */
+		bbx_run_proc_pending = 1; /* a new process: its PROC before its first record */
 	bbx_scratch_atfork_child();
 }
 
@@ -149,6 +149,7 @@ void bbx_init(void)
 	choose_run();
 	bbx_env_init();
 	pthread_atfork(NULL, NULL, atfork_child);
+	bbx_run_prologue = bbx_proc_prologue;
 	bbx_guard = g;
 	errno = saved;
 	__atomic_store_n(&bbx_inited, 1, __ATOMIC_RELEASE);

@@ -19,12 +19,9 @@
 
 extern char **environ;
 
-int bbx_proc_pending;
-
-void bbx_write_proc(void)
+void bbx_proc_prologue(struct bbx_run *run)
 {
-	if (__atomic_exchange_n(&bbx_proc_pending, 0, __ATOMIC_ACQ_REL))
-		(void)bbx_cap_proc(&bbx_run, environ);
+	(void)bbx_cap_proc(run, environ); /* a lost PROC loses no undo information */
 }
 
 /* Records an EXIT when this process journals (or belongs to a run and can open its

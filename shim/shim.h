@@ -83,12 +83,11 @@ extern __thread unsigned bbx_enter_gen __attribute__((tls_model("initial-exec"))
 void bbx_init(void);
 extern int bbx_inited;
 
-/* Non-zero when this process has not written its PROC record yet: 1 the journal was
- * just opened, 2 a fork child (which skips it if its first record is an EXEC: that
- * names the process already).  bbx_write_proc() writes it once (proc.c); the caller
- * holds the guard and the scratch. */
-extern int bbx_proc_pending;
-void bbx_write_proc(void);
+/* PROC (proc.c): bbx_run_proc_pending (journal/run.h) is set when the journal is opened
+ * and in a fork child; the process's first record is then preceded by its PROC, written
+ * by this prologue.  A process whose first record is an EXEC skips it: the EXEC (same
+ * pid) names it. */
+void bbx_proc_prologue(struct bbx_run *run);
 /* (proc.c) popen: remembers the stream's EXEC seq for pclose's EXIT; system: its EXIT. */
 void bbx_popen_note(FILE *f, uint64_t seq);
 void bbx_system_exit(uint64_t seq, int status);
@@ -151,11 +150,7 @@ static inline int bbx_usable(void)
 		st = bbx_open_run();
 	if (st)
 		return st;
-	if (!bbx_scratch())
-		return -ENOMEM;
-	if (__builtin_expect(__atomic_load_n(&bbx_proc_pending, __ATOMIC_RELAXED), 0))
-		bbx_write_proc();
-	return 0;
+	return bbx_scratch() ? 0 : -ENOMEM;
 }
 
 /* The common wrapper body (STYLE.md) for calls that return -1 and set errno: guard,

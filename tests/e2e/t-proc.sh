@@ -13,7 +13,7 @@
 # each was.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
-plan 18
+plan 19
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -88,8 +88,10 @@ check "every writer pid has a PROC or EXEC record" \
 	'all(any(q["hpid"] == p and q["type"] in ("PROC", "EXEC") for q in recs) for p in {r["hpid"] for r in recs if r.get("op") not in ("seal", "bbx-run")}) or print(sorted({r["hpid"] for r in recs}))'
 check "the script shell's PROC: exe, argv sh -c SCRIPT (redacted), cwd" \
 	'[r for r in recs if r["type"] == "PROC" and r["argv"][:2] == ["sh", "-c"] and "echo a > f1" in r["argv"][2] and r["exe"].startswith("/") and r["cwd"] == "'"$W"'" and len(r["env"]) > 3]'
-check "the subshell (a fork child that journaled) has its own PROC before its CREATE" \
-	'[c for c in recs if c["type"] == "CREATE" and c["path"].endswith("/f2") and any(p["type"] == "PROC" and p["hpid"] == c["hpid"] and p["seq"] < c["seq"] for p in recs)]'
+check "the subshell (a fork child that journaled): its first record is its PROC" \
+	'[c for c in recs if c["type"] == "CREATE" and c["path"].endswith("/f2") and [q for q in recs if q["hpid"] == c["hpid"]][0]["type"] == "PROC"]'
+check "env, whose first record is its EXEC of /bin/sh, writes no PROC" \
+	'[e for e in recs if e["type"] == "EXEC" and e["argv"][:2] == ["env", "-i"] and [q["type"] + ":" + q.get("argv", ["-"])[0] for q in recs if q["hpid"] == e["hpid"]][:3] == ["EXEC:env", "EXEC:/bin/sh", "PROC:/bin/sh"]]'
 # ---- what and when it ended: EXIT with the raw wait status
 check "EXIT of sh -c 'exit 3': status 3<<8" \
 	'exit_status(["sh", "-c", "echo nested > f3; exit 3"]) == [3 << 8]'
