@@ -854,53 +854,7 @@ out:
 int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
 		 uint64_t *seq)
 {
-	if (!bbx_scratch())
-		return -ENOMEM;
-	size_t need = PATH_MAX * 2 + 1024;
-	for (size_t i = 0; argv && argv[i]; i++)
-		need += strlen(argv[i]) + 1;
-	/* Large argv (up to ARG_MAX) does not fit the thread buffer: map one (no malloc,
-	 * this may run in a vfork child). */
-	void *buf = tls.rec;
-	size_t cap = sizeof tls.rec;
-	if (need > cap) {
-		cap = need;
-		buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (buf == MAP_FAILED)
-			return -ENOMEM;
-	}
-	struct bbx_enc e;
-	bbx_enc_begin(&e, buf, cap, BBX_REC_EXEC);
-	bbx_enc_str(&e, BBX_T_OP, op);
-	bbx_enc_str(&e, BBX_T_EXE, exe);
-	char cwd[PATH_MAX];
-	if (getcwd(cwd, sizeof cwd))
-		bbx_enc_str(&e, BBX_T_CWD, cwd);
-	/* The argv strings, NUL-separated, encoded as one field without a copy. */
-	size_t total = 0;
-	for (size_t i = 0; argv && argv[i]; i++)
-		total += strlen(argv[i]) + 1;
-	if (!e.err && e.len + 6 + total + BBX_REC_TRAILER_LEN <= e.cap) {
-		uint8_t *p = e.buf + e.len;
-		p[0] = (uint8_t)BBX_T_ARGV;
-		p[1] = (uint8_t)(BBX_T_ARGV >> 8);
-		for (int i = 0; i < 4; i++)
-			p[2 + i] = (uint8_t)(total >> (8 * i));
-		p += 6;
-		for (size_t i = 0; argv && argv[i]; i++) {
-			size_t l = strlen(argv[i]) + 1;
-			memcpy(p, argv[i], l);
-			p += l;
-		}
-		e.len += 6 + total;
-	} else {
-		e.err = -E2BIG;
-	}
-	*seq = bbx_state_next_seq(run->st);
-	int rc = bbx_run_emit(run, &e, *seq);
-	if (buf != tls.rec)
-		munmap(buf, cap);
-	return rc;
+	return bbx_cap_exec_env(run, op, exe, argv, NULL, seq); /* procrec.c */
 }
 
 int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err)

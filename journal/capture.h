@@ -99,6 +99,31 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 /* Before an exec: the program, its argv and cwd.  Returns the record's seq via *seq. */
 int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
 		 uint64_t *seq);
+/* (procrec.c) The same with the environment passed to the new program (envp; NULL:
+ * none recorded).  argv and envp are redacted (redact.h) before they are encoded. */
+int bbx_cap_exec_env(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
+		     char *const envp[], uint64_t *seq);
+/* (procrec.c) PROC, a process's first record: EXE (/proc/self/exe), ARGV
+ * (/proc/self/cmdline), CWD and ENV (envp, normally environ), redacted.  Builds it in
+ * its own mapping, not the thread scratch: callable from bbx_run_prologue. */
+int bbx_cap_proc(struct bbx_run *run, char *const envp[]);
+/* (procrec.c) EXIT: a child ended.  pid (0: unknown) and/or ref (seq of the EXEC that
+ * started it, 0: none), status the raw wait status. */
+int bbx_cap_exit(struct bbx_run *run, const char *op, long pid, uint64_t ref, int status);
+/* (procrec.c) The RESULT of a successful posix_spawn: RET 0 and the child's PID (when
+ * bbx_results_all). */
+int bbx_cap_spawned(struct bbx_run *run, const char *op, uint64_t seq, long pid);
+/* (procrec.c) A NOTE whose text may hold argv or environment: redacted first. */
+int bbx_cap_note_redacted(struct bbx_run *run, const char *op, const char *path,
+			  const char *text);
+/* Whether successful calls get a RESULT too (the policy's [journal] results = all |
+ * failures; default all).  Wrappers test it in one place: bbx_cap_outcome(). */
+extern bool bbx_results_all;
+/* The RESULT after a call whose capture wrote record seq (0: none, nothing written):
+ * ret < 0 means failure with errno err.  Always for failures; successes only when
+ * bbx_results_all. */
+void bbx_cap_outcome(struct bbx_run *run, const char *op, uint64_t seq, long ret, int err);
+
 /* A RESULT for any earlier record (exec failure, forensic outcome). */
 int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err);
 /* A NOTE record with free text. */

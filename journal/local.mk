@@ -10,6 +10,8 @@ journal_libbbxjournal_la_SOURCES = \
 	journal/reader.c journal/reader.h \
 	journal/run.c journal/run.h \
 	journal/capture.c journal/capture.h \
+	journal/redact.c journal/redact.h \
+	journal/procrec.c \
 	journal/path.c \
 	$(NULL)
 journal_libbbxjournal_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sections $(XXHASH_CFLAGS)

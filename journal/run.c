@@ -240,8 +240,14 @@ int bbx_run_resolve(const char *arg, char *out, size_t cap)
 __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec")));
 __thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial-exec")));
 
+int bbx_run_proc_pending;
+void (*bbx_run_prologue)(struct bbx_run *run);
+
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 {
+	if (__builtin_expect(__atomic_load_n(&bbx_run_proc_pending, __ATOMIC_RELAXED), 0) &&
+	    __atomic_exchange_n(&bbx_run_proc_pending, 0, __ATOMIC_ACQ_REL) && bbx_run_prologue)
+		bbx_run_prologue(run);
 	struct timespec rt, mono;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mono);

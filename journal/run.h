@@ -54,6 +54,13 @@ extern __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec
 /* The hash chain's position right after this thread's last append (bbx_run_emit). */
 extern __thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial-exec")));
 
+/* A prologue for a process's first record (the shim's PROC, procrec.c): when
+ * bbx_run_proc_pending is set, bbx_run_emit() clears it and calls bbx_run_prologue
+ * before appending.  The prologue must not use the thread scratch's record buffer (the
+ * record being emitted is in it).  Unset in the tools. */
+extern int bbx_run_proc_pending;
+extern void (*bbx_run_prologue)(struct bbx_run *run);
+
 /* Fills the header (times, pid, uid) and appends, linked into the hash chain
  * (bbx_writer_append_chained).  Returns 0 or -errno. */
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);

@@ -218,16 +218,20 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 	return 0;
 }
 
-/* Records the exec; returns its seq (0 if nothing was recorded) or -errno to refuse. */
-static long record_exec(const char *op, const char *exe, char *const argv[])
+/* Records the exec (argv and the environment the program passes, both redacted);
+ * returns its seq (0 if nothing was recorded) or -errno to refuse. */
+static long record_exec(const char *op, const char *exe, char *const argv[],
+			char *const envp[])
 {
 	int prc = exec_policy(op, exe, argv);
 	if (prc)
 		return prc;
 	if (bbx_usable())
 		return bbx_usable();
+	/* If this is the process's first record, the EXEC names it: no PROC needed. */
+	__atomic_store_n(&bbx_run_proc_pending, 0, __ATOMIC_RELEASE);
 	uint64_t seq;
-	int rc = bbx_cap_exec(&bbx_run, op, exe, argv, &seq);
+	int rc = bbx_cap_exec_env(&bbx_run, op, exe, argv, envp, &seq);
 	return rc ? rc : (long)seq;
 }
 
@@ -237,6 +241,20 @@ static void record_failure(const char *op, long seq, int err)
 	if (seq > 0 && bbx_enter(&saved)) {
 		bbx_cap_result(&bbx_run, op, (uint64_t)seq, -1, err);
 		bbx_leave(err);
+	}
+}
+
+/* RESULT of a call that started a program and returned (spawn, popen, system): ret, and
+ * for posix_spawn the child's pid.  errno is preserved. */
+static void record_success(const char *op, long seq, long ret)
+{
+	int saved;
+	if (seq > 0 && bbx_enter(&saved)) {
+		if (!strncmp(op, "posix_spawn", 11))
+			bbx_cap_spawned(&bbx_run, op, (uint64_t)seq, ret);
+		else
+			bbx_cap_outcome(&bbx_run, op, (uint64_t)seq, ret, 0);
+		bbx_leave(saved);
 	}
 }
 
@@ -250,7 +268,7 @@ BBX_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	int saved;
 	if (!bbx_enter(&saved))
 		return BBX_REAL(execve)(path, argv, envp);
-	long seq = record_exec("execve", path, argv);
+	long seq = record_exec("execve", path, argv, envp);
 	if (seq < 0)
 		return bbx_refuse((int)seq);
 	bbx_leave(saved);
@@ -265,7 +283,7 @@ BBX_EXPORT int execv(const char *path, char *const argv[])
 	int saved;
 	if (!bbx_enter(&saved))
 		return BBX_REAL(execv)(path, argv);
-	long seq = record_exec("execv", path, argv);
+	long seq = record_exec("execv", path, argv, environ);
 	if (seq < 0)
 		return bbx_refuse((int)seq);
 	bbx_leave(saved);
@@ -280,7 +298,7 @@ static int do_execvpe(const char *op, const char *file, char *const argv[], char
 	int saved;
 	if (!bbx_enter(&saved))
 		return BBX_REAL(execvpe)(file, argv, envp);
-	long seq = record_exec(op, file, argv);
+	long seq = record_exec(op, file, argv, envp);
 	if (seq < 0)
 		return bbx_refuse((int)seq);
 	bbx_leave(saved);
@@ -324,7 +342,7 @@ BBX_EXPORT int execl(const char *path, const char *arg, ...)
 	int saved;
 	if (!bbx_enter(&saved))
 		return BBX_REAL(execve)(path, argv, environ);
-	long seq = record_exec("execl", path, argv);
+	long seq = record_exec("execl", path, argv, environ);
 	if (seq < 0)
 		return bbx_refuse((int)seq);
 	bbx_leave(saved);
@@ -344,7 +362,7 @@ BBX_EXPORT int execle(const char *path, const char *arg, ...)
 	int saved;
 	if (!bbx_enter(&saved))
 		return BBX_REAL(execve)(path, argv, envp);
-	long seq = record_exec("execle", path, argv);
+	long seq = record_exec("execle", path, argv, envp);
 	if (seq < 0)
 		return bbx_refuse((int)seq);
 	bbx_leave(saved);
@@ -371,7 +389,7 @@ BBX_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	char exe[PATH_MAX];
 	if (bbx_path_fd(fd, exe, PATH_MAX))
 		snprintf(exe, PATH_MAX, "/proc/self/fd/%d", fd);
-	long seq = record_exec("fexecve", exe, argv);
+	long seq = record_exec("fexecve", exe, argv, envp);
 	if (seq < 0)
 		return bbx_refuse((int)seq);
 	bbx_leave(saved);
@@ -392,7 +410,7 @@ BBX_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
 							      : bbx_path_abs(dirfd, path, exe, PATH_MAX);
 	if (rc)
 		snprintf(exe, PATH_MAX, "%s", path);
-	long seq = record_exec("execveat", exe, argv);
+	long seq = record_exec("execveat", exe, argv, envp);
 	if (seq < 0)
 		return bbx_refuse((int)seq);
 	bbx_leave(saved);
@@ -412,16 +430,21 @@ static int do_spawn(const char *op, int use_path, pid_t *pid, const char *file,
 		use_path ? BBX_REAL(posix_spawnp) : BBX_REAL(posix_spawn);
 	if (!bbx_enter(&saved))
 		return real(pid, file, fa, attr, argv, envp);
-	long seq = record_exec(op, file, argv);
+	long seq = record_exec(op, file, argv, envp);
 	if (seq < 0) {
 		bbx_leave(saved);
 		return (int)-seq; /* posix_spawn reports errors by return value */
 	}
 	bbx_leave(saved);
 	ENV_ON_STACK(envp, env);
+	pid_t child = 0;
+	if (!pid)
+		pid = &child; /* the child's pid goes into the RESULT */
 	int r = real(pid, file, fa, attr, argv, env);
 	if (r)
 		record_failure(op, seq, r);
+	else
+		record_success(op, seq, *pid);
 	errno = saved;
 	return r;
 }
@@ -509,7 +532,7 @@ BBX_EXPORT int system(const char *cmd)
 	if (!bbx_enter(&saved))
 		return BBX_REAL(system)(cmd);
 	char *argv[] = {"sh", "-c", (char *)cmd, NULL};
-	long seq = cmd ? record_exec("system", "/bin/sh", argv) : 0;
+	long seq = cmd ? record_exec("system", "/bin/sh", argv, environ) : 0;
 	if (seq < 0)
 		return bbx_refuse((int)seq);
 	struct env_swap w;
@@ -520,6 +543,12 @@ BBX_EXPORT int system(const char *cmd)
 	int r = BBX_REAL(system)(cmd);
 	int e = errno;
 	env_swap_out(&w);
+	if (r == -1) {
+		record_failure("system", seq, e);
+	} else if (seq > 0) {
+		record_success("system", seq, r);
+		bbx_system_exit((uint64_t)seq, r); /* glibc reaped the shell internally */
+	}
 	errno = e;
 	return r;
 }
@@ -530,7 +559,7 @@ BBX_EXPORT FILE *popen(const char *cmd, const char *mode)
 	if (!bbx_enter(&saved))
 		return BBX_REAL(popen)(cmd, mode);
 	char *argv[] = {"sh", "-c", (char *)cmd, NULL};
-	long seq = record_exec("popen", "/bin/sh", argv);
+	long seq = record_exec("popen", "/bin/sh", argv, environ);
 	if (seq < 0) {
 		bbx_refuse((int)seq);
 		return NULL;
@@ -546,7 +575,12 @@ BBX_EXPORT FILE *popen(const char *cmd, const char *mode)
 	int e = errno;
 	env_swap_out(&w);
 	errno = e;
-	if (!f)
+	if (!f) {
 		record_failure("popen", seq, e);
+	} else if (seq > 0) {
+		record_success("popen", seq, fileno(f));
+		bbx_popen_note(f, (uint64_t)seq);
+	}
+	errno = e;
 	return f;
 }

@@ -11,6 +11,7 @@
 #include "shim.h"
 
 #include <dlfcn.h>
+#include <sys/wait.h> /* the wait family, for the table below */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,8 @@ int bbx_open_run(void)
 							 : bbx_status;
 		if (rc && bbx_status == BBX_STATUS_CLOSED)
 			warn_once(bbx_journal_dir, -rc);
+		if (!rc)
+			__atomic_store_n(&bbx_run_proc_pending, 1, __ATOMIC_RELEASE); /* PROC */
 		__atomic_store_n(&bbx_status, rc, __ATOMIC_RELEASE);
 		__atomic_store_n(&open_state, 2, __ATOMIC_RELEASE);
 	} else {
@@ -178,6 +181,8 @@ static void atfork_child(void)
 		bbx_status = BBX_STATUS_CLOSED;
 		__atomic_store_n(&open_state, 0, __ATOMIC_RELEASE);
 	}
+	else if (__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) == 0)
+		bbx_run_proc_pending = 1; /* a new process: its PROC before its first record */
 	bbx_scratch_atfork_child();
 }
 
@@ -197,6 +202,7 @@ void bbx_init(void)
 	choose_run();
 	bbx_env_init();
 	pthread_atfork(NULL, NULL, atfork_child);
+	bbx_run_prologue = bbx_proc_prologue;
 	bbx_guard = g;
 	errno = saved;
 	__atomic_store_n(&bbx_inited, 1, __ATOMIC_RELEASE);

@@ -58,6 +58,7 @@ static inline int may_mutate(int flags)
 			return realcall;                                                    \
 		struct bbx_pending pend_ = {0};                                             \
 		int rc_ = bbx_usable();                                                     \
+		bbx_run_last_seq = 0;                                                       \
 		if (!rc_)                                                                   \
 			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
 		bbx_pol_hold = 1;                                                           \
@@ -71,12 +72,16 @@ static inline int may_mutate(int flags)
 				close(pfd_);                                                \
 			return bbx_refuse(rc_);                                             \
 		}                                                                           \
+		/* a PRESERVE or SIZE (no creation pending): its RESULT comes from here */ \
+		uint64_t seq_ = pend_.seq ? 0 : bbx_run_last_seq;                           \
 		unsigned gen_ = bbx_call_begin(saved_);                                     \
 		int fd_ = pfd_ >= 0 ? bbx_pol_openat(pfd_, pn_, (flags), (mode)) : realcall; \
 		int e_ = errno;                                                             \
 		if (bbx_call_end(gen_))                                                     \
 			pend_.path = NULL; /* scratch reused by a signal handler */        \
 		bbx_cap_done(&bbx_run, opname, &pend_, fd_, e_, fd_);                       \
+		if (seq_)                                                                   \
+			bbx_cap_outcome(&bbx_run, opname, seq_, fd_, e_);                   \
 		bbx_leave(fd_ < 0 ? e_ : saved_);                                           \
 		return fd_;                                                                 \
 	} while (0)
@@ -191,6 +196,7 @@ static int fmode_flags(const char *m)
 			return realcall;                                                    \
 		struct bbx_pending pend_ = {0};                                             \
 		int rc_ = bbx_usable();                                                     \
+		bbx_run_last_seq = 0;                                                       \
 		if (!rc_)                                                                   \
 			rc_ = bbx_path_abs(AT_FDCWD, (path), bbx_tp.a, PATH_MAX);           \
 		if (!rc_)                                                                   \
@@ -200,6 +206,7 @@ static int fmode_flags(const char *m)
 			bbx_refuse(rc_);                                                    \
 			return NULL;                                                        \
 		}                                                                           \
+		uint64_t seq_ = pend_.seq ? 0 : bbx_run_last_seq;                           \
 		unsigned gen_ = bbx_call_begin(saved_);                                     \
 		FILE *f_ = realcall;                                                        \
 		int e_ = errno;                                                             \
@@ -207,6 +214,8 @@ static int fmode_flags(const char *m)
 			pend_.path = NULL; /* scratch reused by a signal handler */        \
 		bbx_cap_done(&bbx_run, opname, &pend_, f_ ? (long)fdof : -1, e_,            \
 			     f_ ? fdof : -1);                                               \
+		if (seq_)                                                                   \
+			bbx_cap_outcome(&bbx_run, opname, seq_, f_ ? (long)fdof : -1, e_);  \
 		bbx_leave(f_ ? saved_ : e_);                                                \
 		return f_;                                                                  \
 	} while (0)
@@ -233,6 +242,7 @@ static FILE *do_freopen(const char *op, FILE *(*real)(const char *, const char *
 		return real(path, mode, stream);
 	struct bbx_pending pend = {0};
 	int rc = bbx_usable();
+	bbx_run_last_seq = 0;
 	if (!rc)
 		rc = path ? bbx_path_abs(AT_FDCWD, path, bbx_tp.a, PATH_MAX)
 			  : bbx_path_fd(fileno(stream), bbx_tp.a, PATH_MAX);
@@ -244,12 +254,15 @@ static FILE *do_freopen(const char *op, FILE *(*real)(const char *, const char *
 		bbx_refuse(rc);
 		return NULL;
 	}
+	uint64_t seq = pend.seq ? 0 : bbx_run_last_seq; /* PRESERVE/SIZE: RESULT below */
 	unsigned gen = bbx_call_begin(saved);
 	FILE *f = real(path, mode, stream);
 	int e = errno;
 	if (bbx_call_end(gen))
 		pend.path = NULL; /* scratch reused by a signal handler */
 	bbx_cap_done(&bbx_run, op, &pend, f ? fileno(f) : -1, e, f ? fileno(f) : -1);
+	if (seq)
+		bbx_cap_outcome(&bbx_run, op, seq, f ? fileno(f) : -1, e);
 	bbx_leave(f ? saved : e);
 	return f;
 }

@@ -25,8 +25,12 @@
 #include <sys/time.h>
 #include <sys/types.h>
 #include <utime.h>
+#include <signal.h>
+#include <bits/types/idtype_t.h>
 
 #include "journal/capture.h"
+
+struct rusage; /* wait3, wait4: only pointers to it */
 
 #define BBX_EXPORT __attribute__((visibility("default")))
 
@@ -85,6 +89,15 @@ extern __thread unsigned bbx_enter_gen __attribute__((tls_model("initial-exec"))
 
 void bbx_init(void);
 extern int bbx_inited;
+
+/* PROC (proc.c): bbx_run_proc_pending (journal/run.h) is set when the journal is opened
+ * and in a fork child; the process's first record is then preceded by its PROC, written
+ * by this prologue.  A process whose first record is an EXEC skips it: the EXEC (same
+ * pid) names it. */
+void bbx_proc_prologue(struct bbx_run *run);
+/* (proc.c) popen: remembers the stream's EXEC seq for pclose's EXIT; system: its EXIT. */
+void bbx_popen_note(FILE *f, uint64_t seq);
+void bbx_system_exit(uint64_t seq, int status);
 
 /* Takes the guard.  Returns 1 when the caller must journal, 0 when it must simply call
  * the real function (re-entry from the shim itself). *saved gets errno. */
@@ -151,8 +164,9 @@ static inline int bbx_usable(void)
  * capture (an expression giving 0 or -errno, evaluated with the guard held and only
  * when this thread can journal), the real call with the caller's errno in place, and
  * errno preserved on success (invariant 5).  A capture error refuses the call
- * (invariant 2).  When the call itself fails after its capture wrote a record, a
- * RESULT says so, so the journal never shows as done what did not happen. */
+ * (invariant 2).  After the call a RESULT gives its outcome (bbx_cap_outcome: always
+ * for a failure, so the journal never shows as done what did not happen; for a
+ * success unless bbx_results_all is off). */
 #define BBX_CAPTURE_THEN_CALL(opname, capture, realcall)                                    \
 	do {                                                                                \
 		int saved_;                                                                 \
@@ -169,8 +183,8 @@ static inline int bbx_usable(void)
 		__typeof__(realcall) r_ = realcall;                                         \
 		int e_ = errno;                                                             \
 		(void)bbx_call_end(gen_);                                                   \
-		if (r_ < 0 && seq_)                                                         \
-			bbx_cap_result(&bbx_run, (opname), seq_, -1, e_);                   \
+		if (seq_)                                                                   \
+			bbx_cap_outcome(&bbx_run, (opname), seq_, r_ < 0 ? -1 : (long)r_, e_); \
 		bbx_leave(r_ < 0 ? e_ : saved_);                                            \
 		return r_;                                                                  \
 	} while (0)

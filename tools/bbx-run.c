@@ -6,6 +6,7 @@
  */
 #include "common.h"
 #include "journal/capture.h"
+#include "journal/redact.h"
 #include "journal/undo.h"
 #include "policy/policy.h"
 #include "sandbox.h"
@@ -78,22 +79,22 @@ static void forward(int sig)
 		kill(child, sig);
 }
 
+/* The command line for meta: argv redacted (journal/redact.h), newlines as spaces. */
 static char *join_argv(char **av)
 {
-	size_t n = 1;
-	for (char **a = av; *a; a++)
-		n += strlen(*a) + 1;
-	char *s = malloc(n), *p = s;
+	size_t need = bbx_redact_argv(av, NULL, 0);
+	char *r = malloc(need + 1);
+	if (!r)
+		err(1, "malloc");
+	bbx_redact_argv(av, r, need);
+	char *s = malloc(need + 1), *p = s;
 	if (!s)
 		err(1, "malloc");
-	for (char **a = av; *a; a++) {
-		size_t l = strlen(*a);
-		for (size_t i = 0; i < l; i++)
-			*p++ = (*a)[i] == '\n' ? ' ' : (*a)[i];
-		*p++ = a[1] ? ' ' : 0;
-	}
+	for (size_t i = 0; i < need; i++)
+		*p++ = r[i] == 0 ? (i + 1 < need ? ' ' : 0) : r[i] == '\n' ? ' ' : r[i];
 	if (p == s)
 		*p = 0;
+	free(r);
 	return s;
 }
 
@@ -224,6 +225,13 @@ int main(int argc, char **argv)
 			err(1, "waitpid");
 	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	/* The command's end: EXIT with its pid, its EXEC record and the raw status. */
+	if ((rc = bbx_run_open(&run, dir)) == 0) {
+		rc = bbx_cap_exit(&run, "bbx-run", child, seq, status);
+		bbx_run_close(&run);
+	}
+	if (rc)
+		warnx("%s: cannot journal the command's exit: %s", dir, strerror(-rc));
 
 	unsetenv("LD_PRELOAD");
 	size_t npaths = 0;

@@ -31,3 +31,6 @@ EXTRA_DIST += tests/e2e/t-log.sh tests/e2e/t-diff.sh
 # journal integrity: checksums, hash chain, seal, objects (bbx_verify, tools/verify.c)
 TESTS += tests/e2e/t-verify.sh
 EXTRA_DIST += tests/e2e/t-verify.sh tests/e2e/jtool.py
+# process records (PROC, EXEC env, EXIT, RESULT) and redaction of secrets
+TESTS += tests/e2e/t-proc.sh
+EXTRA_DIST += tests/e2e/t-proc.sh tests/e2e/jdecode.py

@@ -317,6 +317,14 @@ cases() {
 		1 @W/f wronly,trunc 0644 /bin/sh sh -c 'echo spawned'
 	t system EXEC "sh -c" "$SH"
 	t popen EXEC "sh -c, read" "$SH" r
+	# ---- process ends: the reaper's EXIT (and the child shell's own records)
+	t wait EXIT+EXEC:execl "a forked shell" "$SH"
+	t waitpid EXIT+EXEC:execl "a forked shell" "$SH"
+	t wait3 EXIT+EXEC:execl "a forked shell" "$SH"
+	t wait4 EXIT+EXEC:execl "a forked shell" "$SH"
+	t waitid EXIT+EXEC:execl "a forked shell" "$SH"
+	t pclose EXIT+EXEC:popen "popen's shell" "$SH"
+	t system EXIT+RESULT "the shell's end and status" "$SH"
 	# ---- through symlinks and hard links: undo must restore what the call reached
 	# capture.c records the content pre-image under the symlink's own path, so undo
 	# replaces the symlink by a regular file and leaves its target changed.

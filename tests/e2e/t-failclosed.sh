@@ -36,7 +36,10 @@ before=$(rt_snap "$W" before)
 # The run signals that it has started, waits until the filesystem is full, then tries
 # three ways of truncating big.  Its reports go to stdout, which the test opened:
 # creating a report file would itself need a journal record on the full filesystem.
-(cd "$W" && T=$T_TMP exec bbx-run --journal "$J" -- sh -c '
+# A small environment: EXEC records carry the environment passed to the program, and
+# on the full filesystem only records that fit the journal's last page can be written.
+(cd "$W" && exec env -i PATH="$PATH" HOME="$HOME" T="$T_TMP" PY="$PY" \
+	bbx-run --journal "$J" -- sh -c '
 	: > "$T/ready"
 	n=0
 	while [ ! -e "$T/filled" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n + 1)); done

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1159,6 +1160,84 @@ static int c_system(int argc, char **argv)
 	return st < 0 ? errno : child_status(st);
 }
 
+/* ---- process ends: each forks a shell running CMD and reaps it with one call ---- */
+
+static pid_t fork_shell(const char *cmd)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* wait CMD */
+static int c_wait(int argc, char **argv)
+{
+	int st;
+	if (fork_shell(argv[0]) < 0)
+		return errno;
+	return wait(&st) < 0 ? errno : child_status(st);
+}
+
+/* waitpid CMD */
+static int c_waitpid(int argc, char **argv)
+{
+	int st;
+	pid_t pid = fork_shell(argv[0]);
+	if (pid < 0)
+		return errno;
+	return waitpid(pid, &st, 0) < 0 ? errno : child_status(st);
+}
+
+/* wait3 CMD */
+static int c_wait3(int argc, char **argv)
+{
+	int st;
+	struct rusage ru;
+	if (fork_shell(argv[0]) < 0)
+		return errno;
+	return wait3(&st, 0, &ru) < 0 ? errno : child_status(st);
+}
+
+/* wait4 CMD */
+static int c_wait4(int argc, char **argv)
+{
+	int st;
+	struct rusage ru;
+	pid_t pid = fork_shell(argv[0]);
+	if (pid < 0)
+		return errno;
+	return wait4(pid, &st, 0, &ru) < 0 ? errno : child_status(st);
+}
+
+/* waitid CMD */
+static int c_waitid(int argc, char **argv)
+{
+	siginfo_t si;
+	pid_t pid = fork_shell(argv[0]);
+	if (pid < 0)
+		return errno;
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED) < 0)
+		return errno;
+	return si.si_code == CLD_EXITED ? child_status(si.si_status << 8) : FAILED;
+}
+
+/* pclose CMD: popen(CMD, "r"), its output copied to our stdout, then pclose */
+static int c_pclose(int argc, char **argv)
+{
+	FILE *f = popen(argv[0], "r");
+	if (!f)
+		return errno;
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		fwrite(buf, 1, n, stdout);
+	int st = pclose(f);
+	return st < 0 ? errno : child_status(st);
+}
+
 /* popen CMD [MODE]: output of an "r" stream is copied to our stdout */
 static int c_popen(int argc, char **argv)
 {
@@ -1296,6 +1375,12 @@ static const struct call {
 	 "FD PATH FLAGS MODE PROG ARG0 [ARG...]"},
 	{"system", c_system, 1, "CMD"},
 	{"popen", c_popen, 1, "CMD [MODE]"},
+	{"wait", c_wait, 1, "CMD"},
+	{"waitpid", c_waitpid, 1, "CMD"},
+	{"wait3", c_wait3, 1, "CMD"},
+	{"wait4", c_wait4, 1, "CMD"},
+	{"waitid", c_waitid, 1, "CMD"},
+	{"pclose", c_pclose, 1, "CMD"},
 };
 
 #define NCALLS (sizeof calls / sizeof calls[0])

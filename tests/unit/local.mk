@@ -9,6 +9,7 @@ check_PROGRAMS += \
 	tests/unit/check_undo \
 	tests/unit/check_match \
 	tests/unit/check_chain \
+	tests/unit/check_redact \
 	$(NULL)
 TESTS += \
 	tests/unit/check_record \
@@ -18,6 +19,7 @@ TESTS += \
 	tests/unit/check_undo \
 	tests/unit/check_match \
 	tests/unit/check_chain \
+	tests/unit/check_redact \
 	$(NULL)
 
 tests_unit_check_record_SOURCES = tests/unit/check_record.c tests/unit/unit.h
@@ -53,3 +55,6 @@ TESTS += tests/unit/check_policy
 tests_unit_check_policy_SOURCES = tests/unit/check_policy.c tests/unit/unit.h
 tests_unit_check_policy_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_policy_LDADD = policy/libbbxpolc.la $(CHECK_LIBS)
+tests_unit_check_redact_SOURCES = tests/unit/check_redact.c tests/unit/unit.h
+tests_unit_check_redact_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_check_redact_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * procrec.c - who ran what: EXEC, PROC and EXIT records, their argv and environment
+ * redacted (redact.h) before they are encoded.
+ *
+ * Allocation-free and async-signal-safe like the rest of capture: records are built in
+ * the thread's scratch, or in an mmap'd buffer when argv and environment do not fit
+ * (up to BBX_REC_MAX_LEN); /proc files are read with raw system calls.
+ */
+#include "capture.h"
+#include "redact.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+bool bbx_results_all = true;
+
+void bbx_cap_outcome(struct bbx_run *run, const char *op, uint64_t seq, long ret, int err)
+{
+	if (!seq || (ret >= 0 && !bbx_results_all))
+		return;
+	(void)bbx_cap_result(run, op, seq, ret, err);
+}
+
+/* A list field: tag, u32 length, redacted strings back to back.  kind 0: argv (char
+ * *const[]), 1: envp, 2: argv block of blen bytes, 3: env block. */
+static void enc_list(struct bbx_enc *e, int tag, int kind, const void *list, size_t blen)
+{
+	if (e->err)
+		return;
+	if (e->len + 6 + BBX_REC_TRAILER_LEN > e->cap) {
+		e->err = -ENAMETOOLONG;
+		return;
+	}
+	uint8_t *p = e->buf + e->len;
+	char *o = (char *)p + 6;
+	size_t room = e->cap - e->len - 6 - BBX_REC_TRAILER_LEN, n;
+	switch (kind) {
+	case 0: n = bbx_redact_argv((char *const *)list, o, room); break;
+	case 1: n = bbx_redact_envp((char *const *)list, o, room); break;
+	default: n = bbx_redact_block(list, blen, kind == 3, o, room); break;
+	}
+	if (n > room || n > UINT32_MAX) {
+		e->err = -ENAMETOOLONG;
+		return;
+	}
+	p[0] = (uint8_t)tag;
+	p[1] = (uint8_t)(tag >> 8);
+	for (int i = 0; i < 4; i++)
+		p[2 + i] = (uint8_t)(n >> (8 * i));
+	e->len += 6 + n;
+}
+
+/* The buffer for one record: the scratch's, else a mapping of *cap bytes. */
+static void *get_buf(size_t *cap, bool own)
+{
+	struct bbx_scratch *s = bbx_scratch();
+	if (*cap <= sizeof s->rec && !own)
+		return s->rec;
+	void *b = mmap(NULL, *cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return b == MAP_FAILED ? NULL : b;
+}
+
+static void put_buf(void *b, size_t cap)
+{
+	if (b != bbx_scratch()->rec)
+		munmap(b, cap);
+}
+
+/* Calls build(e) into ever larger buffers until the record fits, then emits it. */
+struct job {
+	const char *op, *exe;
+	char *const *argv, *const *envp;
+	const char *cmdline, *environ_blk;
+	size_t cmdline_len;
+};
+
+static void build_exec(struct bbx_enc *e, const struct job *j, int type)
+{
+	bbx_enc_str(e, BBX_T_OP, j->op);
+	if (j->exe)
+		bbx_enc_str(e, BBX_T_EXE, j->exe);
+	char cwd[PATH_MAX];
+	if (syscall(SYS_getcwd, cwd, sizeof cwd) > 0)
+		bbx_enc_str(e, BBX_T_CWD, cwd);
+	(void)type;
+	if (j->cmdline)
+		enc_list(e, BBX_T_ARGV, 2, j->cmdline, j->cmdline_len);
+	else
+		enc_list(e, BBX_T_ARGV, 0, j->argv, 0);
+	if (j->envp)
+		enc_list(e, BBX_T_ENV, 1, j->envp, 0);
+}
+
+/* own: never the scratch's buffer (the PROC prologue runs while it holds a record). */
+static int emit_grow(struct bbx_run *run, const struct job *j, int type, uint64_t *seq,
+		     bool own)
+{
+	if (!bbx_scratch())
+		return -ENOMEM;
+	size_t cap = own ? 1 << 16 : sizeof bbx_scratch()->rec;
+	for (;;) {
+		void *buf = get_buf(&cap, own);
+		if (!buf)
+			return -ENOMEM;
+		struct bbx_enc e;
+		bbx_enc_begin(&e, buf, cap, type);
+		build_exec(&e, j, type);
+		if (e.err == -ENAMETOOLONG && cap < BBX_REC_MAX_LEN) {
+			put_buf(buf, cap);
+			cap *= 4;
+			continue;
+		}
+		uint64_t s = bbx_state_next_seq(run->st);
+		int rc = bbx_run_emit(run, &e, s);
+		put_buf(buf, cap);
+		if (seq)
+			*seq = s;
+		return rc;
+	}
+}
+
+int bbx_cap_exec_env(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
+		     char *const envp[], uint64_t *seq)
+{
+	struct job j = {.op = op, .exe = exe, .argv = argv, .envp = envp};
+	return emit_grow(run, &j, BBX_REC_EXEC, seq, false);
+}
+
+/* Reads a whole small /proc file into a mapping; *len gets its size.  NULL on error. */
+static char *read_proc(const char *path, size_t *len, size_t *cap)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	*cap = 1 << 16;
+	char *b = NULL;
+	for (;;) {
+		b = mmap(NULL, *cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (b == MAP_FAILED) {
+			b = NULL;
+			break;
+		}
+		size_t got = 0;
+		long r;
+		while (got < *cap && (r = syscall(SYS_pread64, fd, b + got, *cap - got, (long)got)) > 0)
+			got += (size_t)r;
+		if (got < *cap) {
+			*len = got;
+			break;
+		}
+		munmap(b, *cap);
+		b = NULL;
+		if (*cap >= BBX_REC_MAX_LEN)
+			break;
+		*cap *= 4;
+	}
+	syscall(SYS_close, fd);
+	return b;
+}
+
+int bbx_cap_proc(struct bbx_run *run, char *const envp[])
+{
+	char exe[PATH_MAX];
+	long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = 0;
+	size_t len = 0, cap = 0;
+	char *cmd = read_proc("/proc/self/cmdline", &len, &cap);
+	static char *const none[] = {NULL};
+	struct job j = {.op = "start", .exe = n > 0 ? exe : NULL, .argv = none, .envp = envp,
+			.cmdline = cmd, .cmdline_len = len};
+	int rc = emit_grow(run, &j, BBX_REC_PROC, NULL, true);
+	if (cmd)
+		munmap(cmd, cap);
+	return rc;
+}
+
+int bbx_cap_exit(struct bbx_run *run, const char *op, long pid, uint64_t ref, int status)
+{
+	if (!bbx_scratch())
+		return -ENOMEM;
+	struct bbx_enc e;
+	bbx_enc_begin(&e, bbx_scratch()->rec, sizeof bbx_scratch()->rec, BBX_REC_EXIT);
+	bbx_enc_str(&e, BBX_T_OP, op);
+	if (pid > 0)
+		bbx_enc_u64(&e, BBX_T_PID, (uint64_t)pid);
+	if (ref)
+		bbx_enc_u64(&e, BBX_T_REF, ref);
+	bbx_enc_u32(&e, BBX_T_STATUS, (uint32_t)status);
+	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+}
+
+int bbx_cap_note_redacted(struct bbx_run *run, const char *op, const char *path,
+			  const char *text)
+{
+	if (!bbx_scratch())
+		return -ENOMEM;
+	char t[4096];
+	bbx_redact_text(text, t, sizeof t);
+	return bbx_cap_note(run, op, path, t);
+}
+
+int bbx_cap_spawned(struct bbx_run *run, const char *op, uint64_t seq, long pid)
+{
+	if (!seq || !bbx_results_all)
+		return 0;
+	if (!bbx_scratch())
+		return -ENOMEM;
+	struct bbx_enc e;
+	bbx_enc_begin(&e, bbx_scratch()->rec, sizeof bbx_scratch()->rec, BBX_REC_RESULT);
+	bbx_enc_str(&e, BBX_T_OP, op);
+	bbx_enc_u64(&e, BBX_T_REF, seq);
+	bbx_enc_i64(&e, BBX_T_RET, 0);
+	bbx_enc_u32(&e, BBX_T_ERR, 0);
+	if (pid > 0)
+		bbx_enc_u64(&e, BBX_T_PID, (uint64_t)pid);
+	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+}

@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * redact.c - rewriting secrets out of argv, environment and text (redact.h).
+ *
+ * A scanner over one string: at each position it asks whether a known secret shape
+ * starts there; if so the part to keep ("Bearer ", "https://user:") is copied, the
+ * secret is replaced by the marker and the scan goes on after it.  No allocation, no
+ * locks, no libc beyond pure string functions: safe in signal handlers and vfork
+ * children.  Configured patterns live in static storage written once at start-up.
+ */
+#include "redact.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* ---- patterns ----------------------------------------------------------------- */
+
+static const char *const default_env[] = {
+	"*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*KEY*", "*CREDENTIAL*", "*AUTH*",
+};
+static const char *const default_argv[] = {
+	"--password=*", "--passwd=*", "--*-password=*", "--token=*", "--*-token=*",
+	"--api-key=*",  "--apikey=*", "--secret=*",     "--*-secret=*",
+	/* the same flags with the value in the next element */
+	"--password", "--passwd", "--token", "--api-key", "--apikey", "--secret",
+	"--client-secret", "--access-token", "--auth-token",
+};
+/* Tools whose "-pVALUE" is a password (not a port or a path). */
+static const char *const p_tools[] = {
+	"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck",
+	"mariadb", "mariadb-dump", "mariadb-admin", "sshpass",
+};
+
+#define MAX_EXTRA 64
+static char pool[4096];
+static size_t pool_used;
+static const char *extra_env[MAX_EXTRA], *extra_argv[MAX_EXTRA];
+static size_t n_extra_env, n_extra_argv;
+static bool fingerprint;
+
+static const char *pool_copy(const char *s)
+{
+	size_t l = strlen(s) + 1;
+	if (pool_used + l > sizeof pool)
+		return NULL;
+	char *p = memcpy(pool + pool_used, s, l);
+	pool_used += l;
+	return p;
+}
+
+int bbx_redact_configure(const char *const *env_globs, size_t nenv,
+			 const char *const *argv_globs, size_t nargv, bool fp)
+{
+	int rc = 0;
+	fingerprint = fp;
+	for (size_t i = 0; i < nenv; i++) {
+		const char *c = n_extra_env < MAX_EXTRA ? pool_copy(env_globs[i]) : NULL;
+		if (!c)
+			rc = -ENOSPC;
+		else
+			extra_env[n_extra_env++] = c;
+	}
+	for (size_t i = 0; i < nargv; i++) {
+		const char *c = n_extra_argv < MAX_EXTRA ? pool_copy(argv_globs[i]) : NULL;
+		if (!c)
+			rc = -ENOSPC;
+		else
+			extra_argv[n_extra_argv++] = c;
+	}
+	return rc;
+}
+
+void bbx_redact_reset(void)
+{
+	pool_used = n_extra_env = n_extra_argv = 0;
+	fingerprint = false;
+}
+
+static char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
+
+/* Iterative wildcard match with one backtrack point: linear enough, no recursion. */
+bool bbx_redact_glob(const char *g, const char *s)
+{
+	const char *star = NULL, *resume = NULL;
+	while (*s) {
+		if (*g == '*') {
+			star = ++g;
+			resume = s;
+		} else if (*g && (*g == '?' || lower(*g) == lower(*s))) {
+			g++;
+			s++;
+		} else if (star) {
+			g = star;
+			s = ++resume;
+		} else {
+			return false;
+		}
+	}
+	while (*g == '*')
+		g++;
+	return !*g;
+}
+
+static bool has_wild(const char *g) { return strpbrk(g, "*?") != NULL; }
+
+/* ---- output ------------------------------------------------------------------- */
+
+struct out {
+	char *p;
+	size_t cap, len;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++, o->len++)
+		if (o->len + 1 < o->cap)
+			o->p[o->len] = s[i];
+}
+
+static size_t finish(struct out *o)
+{
+	if (o->cap)
+		o->p[o->len < o->cap ? o->len : o->cap - 1] = 0;
+	return o->len;
+}
+
+static void mark(struct out *o, const char *secret, size_t n)
+{
+	if (!fingerprint) {
+		put(o, BBX_REDACT_MARK, sizeof BBX_REDACT_MARK - 1);
+		return;
+	}
+	static const char hex[] = "0123456789abcdef";
+	uint64_t h = XXH64(secret, n, 0);
+	char m[] = "***REDACTED:00000000***";
+	for (int i = 0; i < 8; i++)
+		m[12 + i] = hex[(h >> (60 - 4 * i)) & 15];
+	put(o, m, sizeof m - 1);
+}
+
+/* ---- shapes ------------------------------------------------------------------- */
+
+static bool is_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+static bool is_upnum(char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+static bool is_b64url(char c) { return is_alnum(c) || c == '-' || c == '_'; }
+static bool is_b64(char c) { return is_alnum(c) || c == '+' || c == '/' || c == '='; }
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static size_t span(const char *s, bool (*cls)(char))
+{
+	size_t n = 0;
+	while (s[n] && cls(s[n]))
+		n++;
+	return n;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool istarts(const char *s, const char *prefix)
+{
+	for (; *prefix; s++, prefix++)
+		if (lower(*s) != lower(*prefix))
+			return false;
+	return true;
+}
+
+static bool gh_class(char c) { return is_alnum(c) || c == '_'; }
+static bool sk_class(char c) { return is_alnum(c) || c == '-' || c == '_'; }
+static bool slack_class(char c) { return is_alnum(c) || c == '-'; }
+static bool bearer_class(char c)
+{
+	return is_alnum(c) || strchr("-._~+/=", c) != NULL;
+}
+static bool scheme_class(char c) { return is_alnum(c) || c == '+' || c == '-' || c == '.'; }
+
+/* URL password: at s a scheme "://" userinfo with ':' before the last '@' of the
+ * authority.  *keep: bytes through the ':', *len: through the password. */
+static bool url_at(const char *s, size_t *keep, size_t *len)
+{
+	size_t n = span(s, scheme_class);
+	if (!n || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')) ||
+	    !starts(s + n, "://"))
+		return false;
+	const char *a = s + n + 3, *at = NULL;
+	for (const char *p = a; *p && !strchr("/?#", *p) && !is_space(*p); p++)
+		if (*p == '@')
+			at = p;
+	if (!at)
+		return false;
+	const char *colon = memchr(a, ':', (size_t)(at - a));
+	if (!colon || colon + 1 == at)
+		return false;
+	*keep = (size_t)(colon + 1 - s);
+	*len = (size_t)(at - s);
+	return true;
+}
+
+/* A PEM private key block from s: to the end of its END line, or of the string. */
+static bool pem_at(const char *s, size_t *len)
+{
+	if (!starts(s, "-----BEGIN "))
+		return false;
+	const char *eol = s + 11;
+	while (*eol && *eol != '\n' && eol - s < 80)
+		eol++;
+	const char *pk = NULL;
+	for (const char *p = s + 11; p + 16 <= eol; p++)
+		if (starts(p, "PRIVATE KEY-----"))
+			pk = p;
+	if (!pk)
+		return false;
+	const char *end = strstr(pk, "-----END ");
+	if (end) {
+		const char *close = strstr(end + 9, "-----");
+		end = close ? close + 5 : end + strlen(end);
+	} else {
+		end = s + strlen(s);
+	}
+	*len = (size_t)(end - s);
+	return true;
+}
+
+/* Does a secret start at s[0]?  prev: the character before (0 at the start).  *keep:
+ * leading bytes to copy as they are; *len: bytes consumed in all. */
+static bool shape_at(const char *s, char prev, bool *aws_seen, size_t *keep, size_t *len)
+{
+	*keep = 0;
+	if (s[0] == '-' && pem_at(s, len))
+		return true;
+	if (is_alnum(prev))
+		return false; /* token prefixes start a word: "task-..." is no "sk-" key */
+	size_t n;
+	if ((starts(s, "AKIA") || starts(s, "ASIA")) && (n = span(s + 4, is_upnum)) == 16) {
+		*aws_seen = true;
+		*len = 20;
+		return true;
+	}
+	if (*aws_seen && prev != '/' && prev != '+' && span(s, is_b64) == 40) {
+		*len = 40;
+		return true;
+	}
+	if (s[0] == 'g' && s[1] == 'h' && s[2] && strchr("pousr", s[2]) && s[3] == '_' &&
+	    (n = span(s + 4, is_alnum)) >= 20) {
+		*len = 4 + n;
+		return true;
+	}
+	if (starts(s, "github_pat_") && (n = span(s + 11, gh_class)) >= 20) {
+		*len = 11 + n;
+		return true;
+	}
+	if (starts(s, "sk-") && (n = span(s + 3, sk_class)) >= 20) {
+		*len = 3 + n;
+		return true;
+	}
+	if (starts(s, "xox") && s[3] && strchr("baprs", s[3]) && s[4] == '-' &&
+	    (n = span(s + 5, slack_class)) >= 10) {
+		*len = 5 + n;
+		return true;
+	}
+	if (starts(s, "eyJ")) {
+		size_t a = span(s, is_b64url);
+		if (a >= 10 && s[a] == '.') {
+			size_t b = span(s + a + 1, is_b64url);
+			if (b >= 10 && s[a + 1 + b] == '.') {
+				*len = a + 2 + b + span(s + a + 2 + b, is_b64url);
+				return true;
+			}
+		}
+	}
+	if (starts(s, "AIza") && (n = span(s + 4, sk_class)) >= 30) {
+		*len = 4 + n;
+		return true;
+	}
+	if (istarts(s, "bearer ")) {
+		size_t sp = 6;
+		while (s[sp] == ' ')
+			sp++;
+		if ((n = span(s + sp, bearer_class)) >= 8) {
+			*keep = sp;
+			*len = sp + n;
+			return true;
+		}
+	}
+	if (!scheme_class(prev) && url_at(s, keep, len))
+		return true;
+	return false;
+}
+
+static bool secret_name(const char *name);
+static const char *argv_glob(const char *s, bool want_flag);
+
+static bool word_end(char c) { return !c || is_space(c) || strchr(";&|()<>`'\"", c); }
+static bool ident(char c) { return is_alnum(c) || c == '_'; }
+
+/* Shell text (sh -c "...", a NOTE): at the start of a word, NAME=VALUE with a secret
+ * NAME, --flag=VALUE matching an argv glob, or the word after a secret flag ("--password
+ * VALUE").  *next_secret carries the last case from one word to the next. */
+static bool word_at(const char *s, bool *next_secret, size_t *keep, size_t *len)
+{
+	size_t wl = 0;
+	if (*s == '"' || *s == '\'') { /* a quoted word: to its closing quote */
+		const char *q = strchr(s + 1, *s);
+		wl = q ? (size_t)(q + 1 - s) : strlen(s);
+	} else {
+		while (!word_end(s[wl]))
+			wl++;
+	}
+	if (!wl)
+		return false;
+	if (*next_secret) {
+		*next_secret = false;
+		*keep = 0;
+		*len = wl;
+		return true;
+	}
+	char w[256]; /* a longer word is judged by its first 255 bytes */
+	size_t cl = wl < sizeof w ? wl : sizeof w - 1;
+	memcpy(w, s, cl);
+	w[cl] = 0;
+	char *eq = strchr(w, '=');
+	if (!eq) {
+		*next_secret = w[0] == '-' && argv_glob(w, true);
+		return false;
+	}
+	size_t nl = (size_t)(eq - w), vl;
+	const char *v = s + nl + 1;
+	if (*v == '"' || *v == '\'') {
+		const char *q = strchr(v + 1, *v);
+		vl = q ? (size_t)(q + 1 - v) : strlen(v);
+	} else {
+		vl = 0;
+		while (!word_end(v[vl]))
+			vl++;
+	}
+	bool id = nl && !(w[0] >= '0' && w[0] <= '9');
+	for (size_t i = 0; i < nl && id; i++)
+		id = ident(w[i]);
+	*eq = 0;
+	bool secret = id ? secret_name(w) : false;
+	*eq = '=';
+	if (!secret && w[0] == '-')
+		secret = argv_glob(w, false) != NULL;
+	if (!secret || !vl)
+		return false;
+	*keep = nl + 1;
+	*len = nl + 1 + vl;
+	return true;
+}
+
+static void text(struct out *o, const char *s)
+{
+	bool aws = false, next_secret = false;
+	char prev = 0;
+	size_t i = 0;
+	while (s[i]) {
+		size_t keep, len;
+		bool at_word = (!prev || is_space(prev) || strchr(";&|(`", prev)) && !is_space(s[i]);
+		if ((at_word && word_at(s + i, &next_secret, &keep, &len)) ||
+		    shape_at(s + i, prev, &aws, &keep, &len)) {
+			put(o, s + i, keep);
+			mark(o, s + i + keep, len - keep);
+			i += len;
+			prev = s[i - 1];
+			continue;
+		}
+		prev = s[i];
+		put(o, s + i, 1);
+		i++;
+	}
+}
+
+size_t bbx_redact_text(const char *s, char *out, size_t cap)
+{
+	struct out o = {out, cap, 0};
+	text(&o, s);
+	return finish(&o);
+}
+
+/* ---- environment -------------------------------------------------------------- */
+
+static bool secret_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof default_env / sizeof *default_env; i++)
+		if (bbx_redact_glob(default_env[i], name))
+			return true;
+	for (size_t i = 0; i < n_extra_env; i++)
+		if (bbx_redact_glob(extra_env[i], name))
+			return true;
+	return false;
+}
+
+/* NAME=VALUE into o; false (nothing written) when s is not of that form. */
+static bool env_entry(struct out *o, const char *s, bool need_ident)
+{
+	const char *eq = strchr(s, '=');
+	if (!eq || eq == s)
+		return false;
+	char name[256];
+	size_t nl = (size_t)(eq - s);
+	if (nl >= sizeof name)
+		nl = sizeof name - 1; /* a longer name is matched on its first 255 bytes */
+	for (size_t i = 0; i < nl; i++) {
+		char c = s[i];
+		if (need_ident && !(is_alnum(c) || c == '_'))
+			return false;
+		name[i] = c;
+	}
+	if (need_ident && s[0] >= '0' && s[0] <= '9')
+		return false;
+	name[nl] = 0;
+	put(o, s, (size_t)(eq + 1 - s));
+	if (secret_name(name))
+		mark(o, eq + 1, strlen(eq + 1));
+	else
+		text(o, eq + 1);
+	return true;
+}
+
+size_t bbx_redact_env(const char *nv, char *out, size_t cap)
+{
+	struct out o = {out, cap, 0};
+	if (!env_entry(&o, nv, false))
+		text(&o, nv);
+	return finish(&o);
+}
+
+/* ---- argv --------------------------------------------------------------------- */
+
+static const char *base(const char *p)
+{
+	const char *b = strrchr(p, '/');
+	return b ? b + 1 : p;
+}
+
+/* The argv glob (with wildcard) that s matches, or NULL; with want_flag, the
+ * wildcard-free glob equal to s (a flag whose value is the next element). */
+static const char *argv_glob(const char *s, bool want_flag)
+{
+	size_t nd = sizeof default_argv / sizeof *default_argv;
+	for (size_t i = 0; i < nd + n_extra_argv; i++) {
+		const char *g = i < nd ? default_argv[i] : extra_argv[i - nd];
+		if (has_wild(g) != want_flag && bbx_redact_glob(g, s))
+			return g;
+	}
+	return NULL;
+}
+
+static bool p_tool(const char *tool)
+{
+	if (!tool)
+		return false;
+	const char *b = base(tool);
+	for (size_t i = 0; i < sizeof p_tools / sizeof *p_tools; i++)
+		if (strcmp(b, p_tools[i]) == 0)
+			return true;
+	return false;
+}
+
+size_t bbx_redact_arg(const char *tool, const char *prev, const char *arg, char *out,
+		      size_t cap)
+{
+	struct out o = {out, cap, 0};
+	const char *g;
+	if (prev && argv_glob(prev, true)) {
+		mark(&o, arg, strlen(arg));
+	} else if ((g = argv_glob(arg, false))) {
+		/* Keep the flag: through the '=' when there is one, else the glob's literal
+		 * prefix ("-p" of "-p*"). */
+		const char *eq = strchr(arg, '=');
+		size_t keep = eq ? (size_t)(eq + 1 - arg) : strcspn(g, "*?");
+		put(&o, arg, keep);
+		mark(&o, arg + keep, strlen(arg + keep));
+	} else if (p_tool(tool) && arg[0] == '-' && arg[1] == 'p' && arg[2]) {
+		put(&o, arg, 2);
+		mark(&o, arg + 2, strlen(arg + 2));
+	} else if (!env_entry(&o, arg, true)) {
+		text(&o, arg);
+	}
+	return finish(&o);
+}
+
+size_t bbx_redact_argv(char *const argv[], char *out, size_t cap)
+{
+	size_t len = 0;
+	bool full = false;
+	for (size_t i = 0; argv && argv[i]; i++) {
+		size_t room = full || len >= cap ? 0 : cap - len;
+		size_t n = bbx_redact_arg(argv[0], i ? argv[i - 1] : NULL, argv[i],
+					  room ? out + len : NULL, room);
+		if (n + 1 > room)
+			full = true; /* later elements must not shift into its place */
+		len += n + 1;
+	}
+	return len;
+}
+
+size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
+{
+	size_t len = 0;
+	bool full = false;
+	for (size_t i = 0; envp && envp[i]; i++) {
+		size_t room = full || len >= cap ? 0 : cap - len;
+		size_t n = bbx_redact_env(envp[i], room ? out + len : NULL, room);
+		if (n + 1 > room)
+			full = true;
+		len += n + 1;
+	}
+	return len;
+}
+
+size_t bbx_redact_block(const char *blk, size_t len, bool env, char *out, size_t cap)
+{
+	size_t olen = 0;
+	bool full = false;
+	const char *tool = NULL, *prev = NULL;
+	char last[256]; /* an unterminated last string, copied to terminate it */
+	for (size_t i = 0; i < len;) {
+		const char *s = blk + i;
+		const char *nul = memchr(s, 0, len - i);
+		size_t sl = nul ? (size_t)(nul - s) : len - i;
+		if (!nul) {
+			if (sl >= sizeof last)
+				sl = sizeof last - 1;
+			memcpy(last, s, sl);
+			last[sl] = 0;
+			s = last;
+		}
+		if (!tool)
+			tool = s;
+		size_t room = full || olen >= cap ? 0 : cap - olen;
+		char *o = room ? out + olen : NULL;
+		size_t n = env ? bbx_redact_env(s, o, room) : bbx_redact_arg(tool, prev, s, o, room);
+		if (n + 1 > room)
+			full = true;
+		olen += n + 1;
+		prev = s;
+		i += (nul ? (size_t)(nul - (blk + i)) : len - i) + 1;
+	}
+	return olen;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * redact.h - secrets never reach the journal: argv, environment and free text are
+ * rewritten before anything is written (records, stderr messages).
+ *
+ * What is redacted:
+ *  - environment variables whose NAME matches an env glob (case-insensitive; defaults
+ *    *TOKEN* *SECRET* *PASSWORD* *PASSWD* *KEY* *CREDENTIAL* *AUTH*): the whole value;
+ *  - argv elements matching an argv glob (case-insensitive; defaults --password=* and
+ *    friends): what follows the '=' (or the glob's literal prefix when there is no '=');
+ *    a glob without wildcard ("--password") names a flag whose NEXT element is secret;
+ *    "-pSECRET" for mysql-family tools and sshpass; NAME=VALUE elements (env(1),
+ *    make(1) assignments) follow the env rule;
+ *  - anywhere in any value: URL passwords (scheme://user:PASS@host keeps user and
+ *    host), AWS key ids (AKIA/ASIA...) and a 40-character secret after one, GitHub
+ *    tokens (ghp_ gho_ ghu_ ghs_ ghr_ github_pat_), sk-... / sk-ant-... API keys, Slack
+ *    xox?- tokens, JWTs (eyJ...x.y.z), PEM private key blocks, Google AIza... keys,
+ *    "Bearer <token>".
+ * Each secret becomes BBX_REDACT_MARK, or "***REDACTED:xxxxxxxx***" (first 8 hex digits
+ * of the XXH64 of the secret) when fingerprints are on, so equal secrets can be told
+ * apart without being shown.
+ *
+ * Every bbx_redact_* function except bbx_redact_configure() is allocation-free,
+ * lock-free and async-signal-safe: the shim calls them in wrappers and vfork children.
+ * Output that does not fit is truncated: a prefix of the redacted text, never of the
+ * original, so truncation cannot reveal a secret.
+ */
+#ifndef BBX_REDACT_H
+#define BBX_REDACT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define BBX_REDACT_MARK "***REDACTED***"
+
+/* Adds patterns to the defaults (the policy's [redact] section) and turns fingerprints
+ * on or off.  Patterns are copied.  Call before any thread journals (start-up).
+ * Returns 0, or -ENOSPC when the patterns do not fit (64 of each kind, 4 KiB in all):
+ * those that fitted are in use. */
+int bbx_redact_configure(const char *const *env_globs, size_t nenv,
+			 const char *const *argv_globs, size_t nargv, bool fingerprint);
+/* Back to the defaults only, fingerprints off (tests). */
+void bbx_redact_reset(void);
+
+/* Case-insensitive glob match, '*' and '?' only. */
+bool bbx_redact_glob(const char *glob, const char *s);
+
+/* Each of these writes the redacted string into out (always NUL-terminated when
+ * cap > 0) and returns its length without the NUL, like snprintf: a result >= cap
+ * means out was truncated. */
+/* Free text (a value, a NOTE): token shapes and URL passwords. */
+size_t bbx_redact_text(const char *s, char *out, size_t cap);
+/* One NAME=VALUE environment entry. */
+size_t bbx_redact_env(const char *name_eq_value, char *out, size_t cap);
+/* One argv element.  tool: argv[0] (may be NULL); prev: the element before (NULL for
+ * the first). */
+size_t bbx_redact_arg(const char *tool, const char *prev, const char *arg, char *out,
+		      size_t cap);
+
+/* A whole NULL-terminated argv or envp, as the journal stores it: redacted strings,
+ * each with its NUL, back to back.  Returns the bytes needed; a result > cap means out
+ * holds only the elements that fitted whole. */
+size_t bbx_redact_argv(char *const argv[], char *out, size_t cap);
+size_t bbx_redact_envp(char *const envp[], char *out, size_t cap);
+/* The same over strings already stored back to back (/proc/self/cmdline): len bytes
+ * at blk, each string NUL-terminated (a missing last NUL is supplied).  env: NAME=VALUE
+ * entries, else an argv. */
+size_t bbx_redact_block(const char *blk, size_t len, bool env, char *out, size_t cap);
+
+#endif

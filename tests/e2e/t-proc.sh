@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# t-proc.sh - who ran what, when, with what result: PROC, EXEC, EXIT and RESULT
+# records of a real process tree, and secrets redacted before anything is written.
+#
+# One bbx-run of a shell script that starts subshells, a pipeline, a python3
+# subprocess, a child killed by SIGKILL, an `env -i` child, and commands with secrets
+# in their argv and environment.  The journal is decoded by tests/e2e/jdecode.py (not
+# by our own reader) and checked: every process that journaled has a PROC or EXEC
+# record with the right argv, every reaped child an EXIT with its exact status,
+# successful calls a RESULT with their return value; and no secret appears anywhere in
+# the journal directory or on bbx-run's stderr, while the redaction marker stands where
+# each was.
+. "$BBX_SRCDIR/tests/e2e/lib.sh"
+
+plan 19
+
+PY=${PYTHON3:-python3}
+W=$(new_ws)
+J="$T_TMP/j"
+PW=hunter2xyz
+GH=ghp_Zq8wN3vK5tY7uB1cD4eF6gH9jK2mL0pQ4rS6
+URLPW=s3cretUrlPass
+TOK=tok_8f3a9c2e7d1b6045
+AWS=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz99SECRET
+printf 'old\n' >"$W/old.txt"
+
+# The whole script is one argv element of bbx-run's command: it, too, must come out
+# of the journal redacted.
+SCRIPT='
+echo a > f1
+chmod 600 f1
+rm old.txt
+( echo sub > f2 )
+sh -c "echo nested > f3; exit 3"
+echo p | tr p q > f4
+'"$PY"' -c "import subprocess; subprocess.run([\"sh\", \"-c\", \"echo py > f5; exit 4\"])"
+sh -c "kill -9 \$\$"
+env -i /bin/sh -c "echo clean > f6"
+sh -c "echo tool > f7" tool --password='"$PW"' '"$GH"' https://alice:'"$URLPW"'@example.com/r.git
+MY_API_TOKEN='"$TOK"' AWS_SECRET_ACCESS_KEY='"$AWS"' sh -c "echo envsecret > f8"
+exit 7
+'
+(cd "$W" && bbx-run --journal "$J" -- sh -c "$SCRIPT") >"$T_TMP/out" 2>"$T_TMP/err"
+rc=$?
+[ $rc -eq 7 ]
+ok $? "the run exits with the script's status 7 (got $rc)"
+
+"$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$J/journal" >"$T_TMP/recs"
+ok $? "the journal decodes"
+
+# check NAME PYTHON-EXPR-OVER-recs: one TAP line; the expression may print diagnostics.
+check() {
+	local name=$1 expr=$2
+	"$PY" - "$T_TMP/recs" "$PY" >"$T_TMP/chk" 2>&1 <<PYEOF
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+M = "***REDACTED***"
+failed = {r["ref"] for r in recs if r["type"] == "RESULT" and r.get("ret", 0) < 0}
+def execs(argv):
+    """EXEC records of argv, leaving out attempts whose RESULT says they failed (a
+    PATH search tries one directory after another)."""
+    return [r for r in recs if r["type"] == "EXEC" and r.get("argv") == argv
+            and r["seq"] not in failed]
+def exits(pid):
+    return [r for r in recs if r["type"] == "EXIT" and r.get("pid") == pid]
+def one_exec(argv):
+    e = execs(argv)
+    if len(e) != 1:
+        print("EXEC of %r: %d records" % (argv, len(e)))
+        sys.exit(1)
+    return e[0]
+def exit_status(argv):
+    e = one_exec(argv)
+    x = exits(e["hpid"])
+    print("EXIT of", argv, "pid", e["hpid"], [r.get("status") for r in x])
+    return [r["status"] for r in x]
+ok = bool($expr)
+sys.exit(0 if ok else 1)
+PYEOF
+	local r=$?
+	[ $r -ne 0 ] && sed 's/^/#   /' "$T_TMP/chk" | head -20 >&2
+	ok $r "$name"
+}
+
+# ---- who: a PROC or EXEC for every process that wrote a record
+check "every writer pid has a PROC or EXEC record" \
+	'all(any(q["hpid"] == p and q["type"] in ("PROC", "EXEC") for q in recs) for p in {r["hpid"] for r in recs if r.get("op") not in ("seal", "bbx-run")}) or print(sorted({r["hpid"] for r in recs}))'
+check "the script shell's PROC: exe, argv sh -c SCRIPT (redacted), cwd" \
+	'[r for r in recs if r["type"] == "PROC" and r["argv"][:2] == ["sh", "-c"] and "echo a > f1" in r["argv"][2] and r["exe"].startswith("/") and r["cwd"] == "'"$W"'" and len(r["env"]) > 3]'
+check "the subshell (a fork child that journaled): its first record is its PROC" \
+	'[c for c in recs if c["type"] == "CREATE" and c["path"].endswith("/f2") and [q for q in recs if q["hpid"] == c["hpid"]][0]["type"] == "PROC"]'
+check "env, whose first record is its EXEC of /bin/sh, writes no PROC" \
+	'[e for e in recs if e["type"] == "EXEC" and e["argv"][:2] == ["env", "-i"] and [q["type"] + ":" + q.get("argv", ["-"])[0] for q in recs if q["hpid"] == e["hpid"]][:3] == ["EXEC:env", "EXEC:/bin/sh", "PROC:/bin/sh"]]'
+# ---- what and when it ended: EXIT with the raw wait status
+check "EXIT of sh -c 'exit 3': status 3<<8" \
+	'exit_status(["sh", "-c", "echo nested > f3; exit 3"]) == [3 << 8]'
+check "EXIT of a child killed by SIGKILL: status 9" \
+	'exit_status(["sh", "-c", "kill -9 $$"]) == [9]'
+check "python3 subprocess: EXEC argv and EXIT status 4<<8 recorded by python" \
+	'exit_status(["sh", "-c", "echo py > f5; exit 4"]) == [4 << 8]'
+check "pipeline: tr's EXEC and its EXIT status 0" \
+	'exit_status(["tr", "p", "q"]) == [0]'
+check "env -i child: EXEC of /bin/sh with an empty environment" \
+	'[r for r in execs(["/bin/sh", "-c", "echo clean > f6"]) if r.get("env") == []]'
+check "bbx-run's EXIT for its command: the script shell's pid, status 7<<8" \
+	'[r for r in recs if r["type"] == "EXIT" and r["op"] == "bbx-run" and r["status"] == 7 << 8 and r["ref"] == 1 and any(p["type"] == "PROC" and p["hpid"] == r["pid"] and p["argv"][:2] == ["sh", "-c"] for p in recs)]'
+# ---- result: success RESULTs name their record and return value
+check "RESULT of the successful chmod: ret 0, err 0, REF = its META" \
+	'[r for r in recs if r["type"] == "RESULT" and r["op"] == "fchmodat" or r["type"] == "RESULT" and r["op"] == "chmod" if r["ret"] == 0 and r["err"] == 0 and any(m["seq"] == r["ref"] and m["type"] == "META" and m["path"].endswith("/f1") for m in recs)]'
+check "RESULT of the successful unlink: ret 0, REF = its PRESERVE" \
+	'[r for r in recs if r["type"] == "RESULT" and r["ret"] == 0 and r["err"] == 0 and any(m["seq"] == r["ref"] and m["type"] == "PRESERVE" and m["path"].endswith("/old.txt") for m in recs)]'
+# ---- redaction: markers where the secrets were, and the secrets nowhere
+check "the tool's EXEC argv: --password, ghp_ token and URL password redacted, rest kept" \
+	'one_exec(["sh", "-c", "echo tool > f7", "tool", "--password=" + M, M, "https://alice:" + M + "@example.com/r.git"])'
+check "the env secrets' EXEC: MY_API_TOKEN and AWS_SECRET_ACCESS_KEY redacted in ENV" \
+	'[r for r in execs(["sh", "-c", "echo envsecret > f8"]) if "MY_API_TOKEN=" + M in r["env"] and "AWS_SECRET_ACCESS_KEY=" + M in r["env"] and any(e.startswith("PATH=/") for e in r["env"])]'
+hits=0
+for s in "$PW" "$GH" "$URLPW" "$TOK" "$AWS"; do
+	if grep -rqaF -- "$s" "$J"; then diag "secret ${s:0:4}... found in the journal directory"; hits=1; fi
+done
+ok $hits "no secret anywhere in the journal directory (grep -r)"
+hits=0
+for s in "$PW" "$GH" "$URLPW" "$TOK" "$AWS"; do
+	if grep -qaF -- "$s" "$T_TMP/err"; then diag "secret ${s:0:4}... on bbx-run's stderr"; hits=1; fi
+done
+ok $hits "no secret on bbx-run's stderr"
+# The test is only meaningful if the secrets did reach the programs.
+grep -qx "tool" "$W/f7" && grep -qx "envsecret" "$W/f8"
+ok $? "the commands carrying secrets ran"
+
+finish

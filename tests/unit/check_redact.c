@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * check_redact.c - unit tests of secret redaction (journal/redact.c).
+ *
+ * Each token shape, each default env and argv pattern, configured patterns, URL
+ * passwords, fingerprints on and off, and truncation: every case checks the exact
+ * output, so both a secret that slips through and an innocent value that is mangled
+ * fail.
+ */
+#include "redact.h"
+#include "unit.h"
+
+#define M BBX_REDACT_MARK
+
+static char buf[4096];
+
+static const char *text(const char *s)
+{
+	size_t n = bbx_redact_text(s, buf, sizeof buf);
+	ck_assert_uint_eq(n, strlen(buf));
+	return buf;
+}
+
+static const char *env(const char *s)
+{
+	size_t n = bbx_redact_env(s, buf, sizeof buf);
+	ck_assert_uint_eq(n, strlen(buf));
+	return buf;
+}
+
+static const char *arg(const char *tool, const char *prev, const char *s)
+{
+	size_t n = bbx_redact_arg(tool, prev, s, buf, sizeof buf);
+	ck_assert_uint_eq(n, strlen(buf));
+	return buf;
+}
+
+START_TEST(test_token_shapes)
+{
+	bbx_redact_reset();
+	ck_assert_str_eq(text("id AKIAIOSFODNN7EXAMPLE ok"), "id " M " ok");
+	ck_assert_str_eq(text("ASIAY34FZKBOKMUTVV7A"), M);
+	ck_assert_str_eq(text("AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+			 M " " M);
+	ck_assert_str_eq(text("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), M);
+	ck_assert_str_eq(text("x=gho_ABCDEFGHIJKLMNOPQRSTUV;"), "x=" M ";");
+	ck_assert_str_eq(text("ghu_ABCDEFGHIJKLMNOPQRSTUV"), M);
+	ck_assert_str_eq(text("ghs_ABCDEFGHIJKLMNOPQRSTUV"), M);
+	ck_assert_str_eq(text("ghr_ABCDEFGHIJKLMNOPQRSTUV"), M);
+	ck_assert_str_eq(text("github_pat_11ABCDEFG0123456789_abcdefghijklmnop"), M);
+	ck_assert_str_eq(text("key sk-proj-abcdefghijklmnopqrstuvwx end"), "key " M " end");
+	ck_assert_str_eq(text("sk-ant-api03-abcdefghijklmnopqrstuvwxyz"), M);
+	ck_assert_str_eq(text("xoxb-1234567890-abcdefghij"), M);
+	ck_assert_str_eq(text("xoxp-1234567890-abc"), M);
+	ck_assert_str_eq(text("t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVm"),
+			 "t=" M);
+	ck_assert_str_eq(text("AIzaSyA-abcdefghijklmnopqrstuvwxyz01234"), M);
+	ck_assert_str_eq(text("Authorization: Bearer abc.def-ghi_jkl"), "Authorization: Bearer " M);
+	ck_assert_str_eq(text("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"
+			      "-----END RSA PRIVATE KEY-----\nafter"),
+			 M "\nafter");
+	ck_assert_str_eq(text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk"), M);
+}
+END_TEST
+
+START_TEST(test_innocent_untouched)
+{
+	bbx_redact_reset();
+	const char *keep[] = {
+		"hello world", "/usr/bin/ls", "--verbose", "-pthread", "task-abcdefghijklmnopqrstuvwx",
+		"https://example.com/path?q=1", "http://user@host/", "sk-short",
+		"ghp_short", "-----BEGIN CERTIFICATE-----", "Bearer", "0123456789abcdef0123456789abcdef01234567",
+		"AKIA_not_a_key", "",
+	};
+	for (size_t i = 0; i < sizeof keep / sizeof *keep; i++) {
+		ck_assert_str_eq(text(keep[i]), keep[i]);
+		ck_assert_str_eq(arg("ls", "ls", keep[i]), keep[i]);
+	}
+	ck_assert_str_eq(env("PATH=/usr/bin:/bin"), "PATH=/usr/bin:/bin");
+	ck_assert_str_eq(env("HOME=/home/u"), "HOME=/home/u");
+	ck_assert_str_eq(env("noequals"), "noequals");
+}
+END_TEST
+
+START_TEST(test_env_defaults)
+{
+	bbx_redact_reset();
+	ck_assert_str_eq(env("MY_API_TOKEN=abc123"), "MY_API_TOKEN=" M);
+	ck_assert_str_eq(env("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI"), "AWS_SECRET_ACCESS_KEY=" M);
+	ck_assert_str_eq(env("db_password=x"), "db_password=" M);
+	ck_assert_str_eq(env("MYSQL_PASSWD=x"), "MYSQL_PASSWD=" M);
+	ck_assert_str_eq(env("SSH_KEY=x"), "SSH_KEY=" M);
+	ck_assert_str_eq(env("GOOGLE_APPLICATION_CREDENTIALS=/p"), "GOOGLE_APPLICATION_CREDENTIALS=" M);
+	ck_assert_str_eq(env("HTTP_AUTH=u:p"), "HTTP_AUTH=" M);
+	ck_assert_str_eq(env("TOKEN="), "TOKEN=" M);
+	/* not a secret name, but a secret shape in the value */
+	ck_assert_str_eq(env("GIT_URL=https://bob:hunter2@git.example/x"),
+			 "GIT_URL=https://bob:" M "@git.example/x");
+}
+END_TEST
+
+START_TEST(test_argv_defaults)
+{
+	bbx_redact_reset();
+	ck_assert_str_eq(arg("tool", "tool", "--password=hunter2"), "--password=" M);
+	ck_assert_str_eq(arg("tool", "tool", "--PASSWORD=hunter2"), "--PASSWORD=" M);
+	ck_assert_str_eq(arg("tool", "tool", "--db-password=x"), "--db-password=" M);
+	ck_assert_str_eq(arg("tool", "tool", "--token=x"), "--token=" M);
+	ck_assert_str_eq(arg("tool", "tool", "--github-token=x"), "--github-token=" M);
+	ck_assert_str_eq(arg("tool", "tool", "--api-key=x"), "--api-key=" M);
+	ck_assert_str_eq(arg("tool", "tool", "--secret=x"), "--secret=" M);
+	ck_assert_str_eq(arg("tool", "--password", "hunter2"), M);
+	ck_assert_str_eq(arg("tool", "--token", "abc"), M);
+	ck_assert_str_eq(arg("tool", "--verbose", "abc"), "abc");
+	ck_assert_str_eq(arg("/usr/bin/mysql", "-u", "-phunter2"), "-p" M);
+	ck_assert_str_eq(arg("sshpass", "sshpass", "-phunter2"), "-p" M);
+	ck_assert_str_eq(arg("gcc", "gcc", "-pthread"), "-pthread");
+	ck_assert_str_eq(arg("mysql", "mysql", "-p"), "-p");
+	ck_assert_str_eq(arg("env", "env", "MY_API_TOKEN=abc"), "MY_API_TOKEN=" M);
+	ck_assert_str_eq(arg("make", "make", "CFLAGS=-O2"), "CFLAGS=-O2");
+	ck_assert_str_eq(arg("git", "clone", "https://alice:s3cr3t@github.com/o/r.git"),
+			 "https://alice:" M "@github.com/o/r.git");
+	ck_assert_str_eq(arg("curl", "-H", "Authorization: Bearer abcdefghij"),
+			 "Authorization: Bearer " M);
+}
+END_TEST
+
+START_TEST(test_shell_text)
+{
+	bbx_redact_reset();
+	ck_assert_str_eq(text("MY_API_TOKEN=abc env; echo ok"), "MY_API_TOKEN=" M " env; echo ok");
+	ck_assert_str_eq(text("export GH_TOKEN='a b c' && x"), "export GH_TOKEN=" M " && x");
+	ck_assert_str_eq(text("cli --password=hunter2xyz -v"), "cli --password=" M " -v");
+	ck_assert_str_eq(text("cli --password hunter2xyz -v"), "cli --password " M " -v");
+	ck_assert_str_eq(text("cli --token \"abc def\" -v"), "cli --token " M " -v");
+	ck_assert_str_eq(text("(PASSWORD=x; y)"), "(PASSWORD=" M "; y)");
+	ck_assert_str_eq(text("CC=gcc make V=1"), "CC=gcc make V=1");
+	ck_assert_str_eq(text("a=b==c --x=1 echo PASSWORD"), "a=b==c --x=1 echo PASSWORD");
+}
+END_TEST
+
+START_TEST(test_url_passwords)
+{
+	bbx_redact_reset();
+	ck_assert_str_eq(text("postgres://u:p@db:5432/x"), "postgres://u:" M "@db:5432/x");
+	ck_assert_str_eq(text("see https://u:p@a@h/x and ftp://v:q@h2"),
+			 "see https://u:" M "@h/x and ftp://v:" M "@h2");
+	ck_assert_str_eq(text("https://u:@h/"), "https://u:@h/");
+	ck_assert_str_eq(text("https://h:8080/a@b"), "https://h:8080/a@b");
+}
+END_TEST
+
+START_TEST(test_configured)
+{
+	bbx_redact_reset();
+	ck_assert_str_eq(env("INTERNAL_PIN=1234"), "INTERNAL_PIN=1234");
+	const char *e[] = {"*_PIN"}, *a[] = {"--pin=*", "--passphrase", "-k*"};
+	ck_assert_int_eq(bbx_redact_configure(e, 1, a, 3, false), 0);
+	ck_assert_str_eq(env("internal_pin=1234"), "internal_pin=" M);
+	ck_assert_str_eq(arg("t", "t", "--pin=1234"), "--pin=" M);
+	ck_assert_str_eq(arg("t", "--passphrase", "correct horse"), M);
+	ck_assert_str_eq(arg("t", "t", "-kabc"), "-k" M);
+	ck_assert(bbx_redact_glob("a*b?c", "AxxBzC"));
+	ck_assert(!bbx_redact_glob("a*b?c", "AxxBC"));
+	bbx_redact_reset();
+	ck_assert_str_eq(env("INTERNAL_PIN=1234"), "INTERNAL_PIN=1234");
+}
+END_TEST
+
+START_TEST(test_fingerprint)
+{
+	bbx_redact_reset();
+	ck_assert_int_eq(bbx_redact_configure(NULL, 0, NULL, 0, true), 0);
+	char a[64], b[64], c[64];
+	bbx_redact_env("X_TOKEN=one", a, sizeof a);
+	bbx_redact_env("Y_TOKEN=one", b, sizeof b);
+	bbx_redact_env("X_TOKEN=two", c, sizeof c);
+	ck_assert_uint_eq(strlen(a), strlen("X_TOKEN=***REDACTED:00000000***"));
+	ck_assert(strncmp(a, "X_TOKEN=***REDACTED:", 20) == 0);
+	ck_assert_str_eq(a + 28, "***");
+	ck_assert_str_eq(a + 8, b + 8);  /* same secret, same fingerprint */
+	ck_assert_str_ne(a + 8, c + 8);  /* different secret, different one */
+	ck_assert(strstr(a, "one") == NULL);
+	bbx_redact_reset();
+	bbx_redact_env("X_TOKEN=one", a, sizeof a);
+	ck_assert_str_eq(a, "X_TOKEN=" M);
+}
+END_TEST
+
+START_TEST(test_truncation)
+{
+	bbx_redact_reset();
+	char small[10];
+	size_t n = bbx_redact_env("MY_TOKEN=hunter2hunter2", small, sizeof small);
+	ck_assert_uint_eq(n, strlen("MY_TOKEN=" M));
+	ck_assert_str_eq(small, "MY_TOKEN=");
+	n = bbx_redact_text("x ghp_abcdefghijklmnopqrstuvwxyz", small, 6);
+	ck_assert_uint_eq(n, 2 + strlen(M));
+	ck_assert_str_eq(small, "x ***");
+	ck_assert_uint_eq(bbx_redact_text("abc", NULL, 0), 3);
+	/* lists: elements that do not fit whole are left out, later ones too */
+	char *argv[] = {"mysql", "-phunter2", "x", NULL};
+	char out[64];
+	size_t need = bbx_redact_argv(argv, out, sizeof out);
+	ck_assert_uint_eq(need, 6 + 2 + strlen(M) + 1 + 2);
+	ck_assert(memcmp(out, "mysql\0-p" M "\0x\0", need) == 0);
+	memset(out, 'Z', sizeof out);
+	ck_assert_uint_eq(bbx_redact_argv(argv, out, 10), need);
+	ck_assert(memcmp(out, "mysql\0", 6) == 0);
+	ck_assert(memmem(out, sizeof out, "hunter2", 7) == NULL);
+	char *envp[] = {"A=1", "B_SECRET=zz", NULL};
+	need = bbx_redact_envp(envp, out, sizeof out);
+	ck_assert_uint_eq(need, 4 + 9 + strlen(M) + 1);
+	ck_assert(memcmp(out, "A=1\0B_SECRET=" M, need) == 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("redact");
+	TCase *tc = tcase_create("redact");
+	tcase_add_test(tc, test_token_shapes);
+	tcase_add_test(tc, test_innocent_untouched);
+	tcase_add_test(tc, test_env_defaults);
+	tcase_add_test(tc, test_argv_defaults);
+	tcase_add_test(tc, test_shell_text);
+	tcase_add_test(tc, test_url_passwords);
+	tcase_add_test(tc, test_configured);
+	tcase_add_test(tc, test_fingerprint);
+	tcase_add_test(tc, test_truncation);
+	suite_add_tcase(s, tc);
+	return unit_main(s);
+}
