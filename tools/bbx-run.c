@@ -225,9 +225,11 @@ int main(int argc, char **argv)
 			err(1, "waitpid");
 	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	/* The command's end: EXIT with its pid, its EXEC record and the raw status. */
+	/* The command's end: EXIT with its pid and the raw status (its EXEC, written by
+	 * the shim in that pid, names it). */
+	struct bbx_run run;
 	if ((rc = bbx_run_open(&run, dir)) == 0) {
-		rc = bbx_cap_exit(&run, "bbx-run", child, seq, status);
+		rc = bbx_cap_exit(&run, "bbx-run", child, 0, status);
 		bbx_run_close(&run);
 	}
 	if (rc)
