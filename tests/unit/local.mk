@@ -8,6 +8,7 @@ check_PROGRAMS += \
 	tests/unit/check_state \
 	tests/unit/check_undo \
 	tests/unit/check_match \
+	tests/unit/check_match_net \
 	$(NULL)
 TESTS += \
 	tests/unit/check_record \
@@ -16,6 +17,7 @@ TESTS += \
 	tests/unit/check_state \
 	tests/unit/check_undo \
 	tests/unit/check_match \
+	tests/unit/check_match_net \
 	$(NULL)
 
 tests_unit_check_record_SOURCES = tests/unit/check_record.c tests/unit/unit.h
@@ -41,3 +43,7 @@ tests_unit_check_undo_LDADD = journal/libbbxundo.la $(CHECK_LIBS)
 tests_unit_check_match_SOURCES = tests/unit/check_match.c tests/unit/unit.h
 tests_unit_check_match_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_match_LDADD = policy/libbbxpol.la $(CHECK_LIBS)
+
+tests_unit_check_match_net_SOURCES = tests/unit/check_match_net.c tests/unit/unit.h
+tests_unit_check_match_net_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_match_net_LDADD = policy/libbbxpol.la $(CHECK_LIBS)
