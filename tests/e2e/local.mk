@@ -21,3 +21,8 @@ EXTRA_DIST += tests/e2e/t-preload.sh
 # policy: path, read and exec enforcement by real programs under fixture policies
 TESTS += tests/e2e/t-policy.sh
 EXTRA_DIST += tests/e2e/t-policy.sh
+# policy: egress ([network]) by curl and python3 against loopback servers it starts
+TESTS += tests/e2e/t-egress.sh
+EXTRA_DIST += tests/e2e/t-egress.sh tests/e2e/netserve.py tests/e2e/netrec.py \
+	tests/policy/net-port.ini tests/policy/net-cidr.ini tests/policy/net-host.ini \
+	tests/policy/net-audit.ini
