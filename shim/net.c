@@ -9,7 +9,8 @@
  * sendmmsg are decided before the call when the run has a policy; without one each is a
  * guard test and a flag test in front of the real call.  A refusal writes a DENY record
  * and fails with ECONNREFUSED (audit mode: recorded, let through).  An egress that goes
- * ahead writes a NET record: every connect; for the datagram calls, the first one per
+ * ahead writes a NET record: every connect of a stream socket; for the datagram calls
+ * (sendto, sendmsg, sendmmsg, connect of a datagram socket), the first one per
  * destination per process (a cache of 256 destinations, so a UDP loop cannot flood the
  * journal; a destination evicted from it is recorded again).  A call without an address
  * (a connected socket) has nothing to decide: its connect was decided.
@@ -274,8 +275,13 @@ BBX_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		bbx_leave(saved);
 		return BBX_REAL(connect)(fd, addr, len);
 	}
+	/* A datagram socket's connect only sets a default destination (and is called in
+	 * loops): recorded once per destination, like sendto. */
+	int type = 0;
+	socklen_t tl = sizeof type;
+	int once = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_DGRAM;
 	struct via via;
-	int rc = egress(p, "connect", addr, len, 0, &via);
+	int rc = egress(p, "connect", addr, len, once, &via);
 	if (rc)
 		return bbx_refuse(rc);
 	bbx_guard = 0;

@@ -12,3 +12,6 @@ tests_progs_sighandler_SOURCES = tests/progs/sighandler.c
 check_PROGRAMS += tests/progs/staticprog
 tests_progs_staticprog_SOURCES = tests/progs/staticprog.c
 tests_progs_staticprog_LDFLAGS = -all-static
+# connect-bench: ns per connect(2), with and without the shim (README figure)
+check_PROGRAMS += tests/progs/connect-bench
+tests_progs_connect_bench_SOURCES = tests/progs/connect-bench.c
