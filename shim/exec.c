@@ -19,6 +19,10 @@
 
 #include "policy/policy.h"
 
+#include <stddef.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 extern char **environ;
 
 /* ---- policy (bbx-policy(5), [exec] and deny_read) ---------------------------------- */
@@ -44,6 +48,28 @@ static int find_program(const char *exe, char *out, size_t cap)
 	return -ENOENT;
 }
 
+static const char *const why_text[] = {
+	NULL, "setuid/setgid program: the shim cannot enter it",
+	"program with file capabilities: the shim cannot enter it",
+	"statically linked program: the shim cannot enter it"};
+
+/* What unenterable() found for the last few programs, by identity and change time: a
+ * build or an agent's tool loop starts the same programs again and again, so the ELF
+ * header and the capability xattr are read once (4 system calls saved per exec).  An
+ * entry is valid when its tag is the hash of its fields (written before the tag, read
+ * after it), so threads racing on a slot only ever cost a miss. */
+struct prog_seen {
+	uint64_t dev, ino, mtime, ctime, why, tag;
+};
+static struct prog_seen seen[16];
+
+static uint64_t seen_tag(const struct prog_seen *e)
+{
+	return XXH64(e, offsetof(struct prog_seen, tag), 0x62627865) | 1;
+}
+
+static const char *unenterable_read(const char *file, const struct stat *sb, int *code);
+
 /* A program the shim will not be loaded into: statically linked (no PT_INTERP), or
  * setuid/setgid or with file capabilities (the loader drops LD_PRELOAD for those). */
 static const char *unenterable(const char *file)
@@ -52,9 +78,32 @@ static const char *unenterable(const char *file)
 	if (stat(file, &sb) < 0 || !S_ISREG(sb.st_mode))
 		return NULL;
 	if (sb.st_mode & (S_ISUID | S_ISGID))
-		return "setuid/setgid program: the shim cannot enter it";
-	if (getxattr(file, "security.capability", NULL, 0) > 0)
-		return "program with file capabilities: the shim cannot enter it";
+		return why_text[1];
+	struct prog_seen k = {.dev = sb.st_dev, .ino = sb.st_ino,
+			      .mtime = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + sb.st_mtim.tv_nsec,
+			      .ctime = (uint64_t)sb.st_ctim.tv_sec * 1000000000u + sb.st_ctim.tv_nsec};
+	struct prog_seen *e = &seen[(k.ino ^ k.dev) % 16];
+	uint64_t tag = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+	struct prog_seen c = *e;
+	if (tag && c.tag == tag && seen_tag(&c) == tag && c.dev == k.dev && c.ino == k.ino &&
+	    c.mtime == k.mtime && c.ctime == k.ctime && c.why < 4)
+		return why_text[c.why];
+	int code = 0;
+	const char *why = unenterable_read(file, &sb, &code);
+	k.why = (uint64_t)code;
+	__atomic_store_n(&e->tag, 0, __ATOMIC_RELEASE);
+	e->dev = k.dev, e->ino = k.ino, e->mtime = k.mtime, e->ctime = k.ctime, e->why = k.why;
+	__atomic_store_n(&e->tag, seen_tag(&k), __ATOMIC_RELEASE);
+	return why;
+}
+
+static const char *unenterable_read(const char *file, const struct stat *sb, int *code)
+{
+	(void)sb;
+	if (getxattr(file, "security.capability", NULL, 0) > 0) {
+		*code = 2;
+		return why_text[2];
+	}
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
@@ -77,8 +126,10 @@ static const char *unenterable(const char *file)
 				memcpy(&type, ph + (size_t)i * phentsize, 4);
 				interp |= type == 3; /* PT_INTERP */
 			}
-			if (!interp)
-				why = "statically linked program: the shim cannot enter it";
+			if (!interp) {
+				why = why_text[3];
+				*code = 3;
+			}
 		}
 	}
 	close(fd);

@@ -176,6 +176,8 @@ static void explain(const struct bbx_pol_hdr *p, int access, const char *target,
 	put(line, &n, sizeof line, " (");
 	if (v->rule) {
 		put(line, &n, sizeof line, bbx_pol_str(p, v->rule->loc));
+	} else if (access == BBX_ACC_EXEC && *bbx_pol_str(p, p->static_loc)) {
+		put(line, &n, sizeof line, bbx_pol_str(p, p->static_loc));
 	} else {
 		put(line, &n, sizeof line, bbx_pol_str(p, p->src));
 		put(line, &n, sizeof line, " ");
@@ -252,8 +254,19 @@ int bbx_pol_report(const char *op, int access, const char *path, const char *pat
 		bbx_enc_u32(&e, BBX_T_DECISION, (uint32_t)v->decision);
 		if (v->klass)
 			bbx_enc_u32(&e, BBX_T_CLASS, (uint32_t)v->klass);
-		if (v->rule)
+		if (v->rule) {
 			bbx_enc_str(&e, BBX_T_RULE, bbx_pol_str(p, v->rule->loc));
+		} else {
+			/* Decided by the absence of a matching rule: name the section. */
+			char where[PATH_MAX];
+			if (access == BBX_ACC_EXEC && *bbx_pol_str(p, p->static_loc))
+				snprintf(where, sizeof where, "%s", bbx_pol_str(p, p->static_loc));
+			else
+				snprintf(where, sizeof where, "%s %s", bbx_pol_str(p, p->src),
+					 p->mode == BBX_MODE_SAFE ? "[general] mode = safe"
+								  : default_where(access));
+			bbx_enc_str(&e, BBX_T_RULE, where);
+		}
 		if (v->reason)
 			bbx_enc_str(&e, BBX_T_REASON, v->reason);
 		bbx_enc_u32(&e, BBX_T_ERR, (uint32_t)v->err);

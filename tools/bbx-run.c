@@ -7,6 +7,7 @@
 #include "common.h"
 #include "journal/capture.h"
 #include "journal/undo.h"
+#include "policy/policy.h"
 #include "sandbox.h"
 
 #include <err.h>
@@ -28,15 +29,20 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: bbx-run [--journal DIR] [--transaction] [--quiet] -- CMD [ARG...]\n"
+		"usage: bbx-run [--policy FILE] [--journal DIR] [--transaction] [--quiet] -- CMD "
+		"[ARG...]\n"
 		"Run CMD with every filesystem change journaled, so bbx-undo can reverse it.\n"
 		"  -j, --journal DIR   journal directory to create (default: a new run under\n"
 		"                      the state directory, pointed to by its 'latest' link)\n"
+		"  -p, --policy FILE   the policy (bbx-policy(5)); default: $BBX_POLICY, else\n"
+		"                      $XDG_CONFIG_HOME/bbx/policy.ini, /etc/bbx/policy.ini, or\n"
+		"                      the built-in default.  A malformed policy: exit 2, CMD\n"
+		"                      never starts\n"
 		"  -t, --transaction   undo the run automatically if CMD exits non-zero\n"
 		"  -q, --quiet         no summary on stderr\n"
 		"  -h, --help          this text\n"
 		"Exit status: CMD's (128+N if killed by signal N); 1 if the run could not be\n"
-		"set up; 2 on a usage error.\n");
+		"set up; 2 on a usage error or a malformed policy.\n");
 }
 
 /* The shim: $BBX_SHIM, else beside us in a build tree, else the installed one. */
@@ -95,15 +101,17 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"journal", required_argument, 0, 'j'},
 					   {"transaction", no_argument, 0, 't'},
+					   {"policy", required_argument, 0, 'p'},
 					   {"quiet", no_argument, 0, 'q'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
-	const char *jarg = NULL;
+	const char *jarg = NULL, *parg = NULL;
 	int transaction = 0, quiet = 0, ch;
-	while ((ch = getopt_long(argc, argv, "+j:tqh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+j:p:tqh", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'j': jarg = optarg; break;
 		case 't': transaction = 1; break;
+		case 'p': parg = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -114,6 +122,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char **cmd = argv + optind;
+
+	/* The policy is compiled before anything runs: a malformed one stops here, and
+	 * every process of the run maps the compiled form (no INI parsing in them). */
+	void *pblob;
+	size_t plen;
+	{
+		char *ppath = bbx_pol_lookup(parg), perr[2048];
+		if (bbx_pol_compile(ppath, NULL, &pblob, &plen, perr, sizeof perr)) {
+			fprintf(stderr, "bbx-run: %s\n", perr);
+			return 2;
+		}
+		free(ppath);
+	}
 
 	char dir[PATH_MAX], shim[PATH_MAX];
 	find_shim(shim, sizeof shim);
@@ -138,6 +159,9 @@ int main(int argc, char **argv)
 		errx(1, "cannot create the journal directory %s: %s", jarg ? jarg : "(state dir)",
 		     strerror(-rc));
 	free(cmdline);
+	if ((rc = bbx_pol_install(dir, pblob, plen)))
+		errx(1, "%s: cannot install the policy: %s", dir, strerror(-rc));
+	free(pblob);
 
 	/* The command's own start is the run's first EXEC record. */
 	struct bbx_run run;

@@ -10,7 +10,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: bbx VERB [ARG...]\n"
-		   "verbs: run, undo, log   (bbx VERB --help for each)\n");
+		   "verbs: run, undo, log, policy   (bbx VERB --help for each)\n");
 }
 
 int main(int argc, char **argv)

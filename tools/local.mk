@@ -12,3 +12,8 @@ tools_bbx_undo_SOURCES = tools/bbx-undo.c
 tools_bbx_undo_LDADD = $(TOOL_LIBS)
 tools_bbx_log_SOURCES = tools/bbx-log.c
 tools_bbx_log_LDADD = $(TOOL_LIBS)
+# bbx-policy: check, explain and compile a policy (bbx-policy(1), bbx-policy(5)).
+bin_PROGRAMS += tools/bbx-policy
+tools_bbx_policy_SOURCES = tools/bbx-policy.c
+tools_bbx_policy_LDADD = policy/libbbxpolc.la $(TOOL_LIBS)
+tools_bbx_run_LDADD += policy/libbbxpolc.la
