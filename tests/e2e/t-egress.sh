@@ -100,7 +100,7 @@ n0=$(events tcp_a)
 run "$PORT" curl -s "http://127.0.0.1:$TCP_A/"
 [ $? -eq 0 ] && grep -qx ok "$T_TMP/o" && [ "$(events tcp_a)" -eq $((n0 + 1)) ]
 ok $? "curl to an allowed 127.0.0.1:port: connected, the server answered"
-has "^NET op=connect addr=127\.0\.0\.1:$TCP_A decision=0 rule=.*allow = 127\.0\.0\.1:$TCP_A"
+has "^NET op=connect addr=127\.0\.0\.1:$TCP_A decision=0 rule=net-port\.ini:6 \[network\] allow( |$)"
 ok $? "... NET record naming the address and the rule"
 
 n0=$(events tcp_b)
@@ -128,7 +128,7 @@ n0=$(events sock_deny)
 run "$PORT" "$PY" "$T_TMP/client.py" unix "$SOCK_DENY"
 [ $? -eq 1 ] && refused && [ "$(events sock_deny)" -eq "$n0" ]
 ok $? "python3 to a denied unix socket: ECONNREFUSED, nothing accepted"
-has "^DENY op=connect addr=unix:$SOCK_DENY decision=2 .*rule=.*deny = unix:"
+has "^DENY op=connect addr=unix:$SOCK_DENY decision=2 .*rule=net-port\.ini:9 \[network\] deny( |$)"
 ok $? "... DENY record naming the deny rule"
 
 ln -s "$SOCK_DENY" "$T_TMP/innocent.sock"
@@ -165,14 +165,14 @@ n0=$(events tcp_a)
 run "$CIDR" "$PY" "$T_TMP/client.py" tcpnum "127.0.0.1:$TCP_A"
 [ $? -eq 0 ] && [ "$(events tcp_a)" -eq $((n0 + 1)) ]
 ok $? "127.0.0.0/8 allows 127.0.0.1:port"
-has "^NET op=connect addr=127\.0\.0\.1:$TCP_A decision=0 rule=.*allow = 127\.0\.0\.0/8"
+has "^NET op=connect addr=127\.0\.0\.1:$TCP_A decision=0 rule=net-cidr\.ini:5 \[network\] allow( |$)"
 ok $? "... NET record naming the CIDR rule"
 
 n0=$(events tcp_b)
 run "$CIDR" "$PY" "$T_TMP/client.py" tcpnum "127.0.0.1:$TCP_B"
 [ $? -eq 1 ] && refused && [ "$(events tcp_b)" -eq "$n0" ]
 ok $? "a deny rule for one port beats the CIDR allow"
-has "^DENY op=connect addr=127\.0\.0\.1:$TCP_B decision=2 .*rule=.*deny = 127\.0\.0\.1:$TCP_B"
+has "^DENY op=connect addr=127\.0\.0\.1:$TCP_B decision=2 .*rule=net-cidr\.ini:6 \[network\] deny( |$)"
 ok $? "... DENY record naming the deny rule"
 
 n0=$(events tcp6)
@@ -204,7 +204,7 @@ run "$HOSTP" "$PY" "$T_TMP/client.py" tcp "localhost:$TCP_A"
 ok $? "allow = localhost:port: python3 connecting by name gets through"
 has "^RESOLVE op=getaddrinfo addr=127\.0\.0\.1.* host=localhost"
 ok $? "... RESOLVE record of the lookup"
-has "^NET op=connect addr=127\.0\.0\.1:$TCP_A host=localhost decision=0 rule=.*allow = localhost:$TCP_A"
+has "^NET op=connect addr=127\.0\.0\.1:$TCP_A host=localhost decision=0 rule=net-host\.ini:6 \[network\] allow( |$)"
 ok $? "... NET record naming the host and the host rule"
 
 run "$HOSTP" "$PY" "$T_TMP/client.py" tcpnum "127.0.0.1:$TCP_A"
