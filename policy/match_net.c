@@ -207,26 +207,28 @@ void bbx_pol_net(const struct bbx_pol_hdr *p, const struct sockaddr *sa, socklen
 	verdict(v, BBX_DEC_ALLOW, 0, NULL, "malformed address");
 }
 
-bool bbx_pol_host_allowed(const struct bbx_pol_hdr *p, const char *host)
+int bbx_pol_host(const struct bbx_pol_hdr *p, const char *host)
 {
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
-	bool addr_rules = false, host_allow = false;
+	int allowed = 0;
 	if (!host || !*host)
-		return true;
+		return 0;
 	for (uint32_t i = 0; i < p->n_rules; i++) {
-		if (r[i].section != BBX_PS_NET_DENY && r[i].section != BBX_PS_NET_ALLOW)
+		if (r[i].kind != BBX_NK_HOST ||
+		    (r[i].section != BBX_PS_NET_DENY && r[i].section != BBX_PS_NET_ALLOW) ||
+		    !bbx_glob(bbx_pol_str(p, r[i].value), host, BBX_GLOB_CASEFOLD))
 			continue;
-		bool hit = r[i].kind == BBX_NK_HOST &&
-			   bbx_glob(bbx_pol_str(p, r[i].value), host, BBX_GLOB_CASEFOLD);
 		if (r[i].section == BBX_PS_NET_DENY) {
-			if (hit && !r[i].port) /* denied on every port */
-				return false;
-			continue;
+			if (!r[i].port) /* denied on every port */
+				return -1;
+		} else {
+			allowed = 1;
 		}
-		if (hit)
-			host_allow = true;
-		else if (r[i].kind == BBX_NK_V4 || r[i].kind == BBX_NK_V6 || r[i].kind == BBX_NK_ANY)
-			addr_rules = true; /* the name may resolve to an allowed address */
 	}
-	return host_allow || addr_rules;
+	return allowed;
+}
+
+bool bbx_pol_host_allowed(const struct bbx_pol_hdr *p, const char *host)
+{
+	return bbx_pol_host(p, host) > 0;
 }

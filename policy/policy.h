@@ -171,7 +171,12 @@ void bbx_pol_net_unix(const struct bbx_pol_hdr *p, const char *name, struct bbx_
 struct sockaddr_un;
 #define BBX_POL_UNIX_TEXT (4 * 108 + 2)
 void bbx_pol_unix_text(const struct sockaddr_un *un, socklen_t len, char *out);
-/* May this host name be looked up/connected at all (some rule could allow it)? */
+/* What the HOST rules say about looking a name up (match_net.c): -1 a deny rule without
+ * a port names it (the lookup is refused); 1 an allow rule names it (the lookup may go
+ * to DNS); 0 neither (the shim then allows the lookup only if /etc/hosts answers it or
+ * the configured nameserver is an allowed address: DNS queries carry the name out). */
+int bbx_pol_host(const struct bbx_pol_hdr *p, const char *host);
+/* bbx_pol_host(p, host) > 0. */
 bool bbx_pol_host_allowed(const struct bbx_pol_hdr *p, const char *host);
 /* fnmatch-like glob ('*', '?', '[...]'), no allocation; flags: BBX_GLOB_CASEFOLD. */
 #define BBX_GLOB_CASEFOLD 1

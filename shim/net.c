@@ -23,9 +23,9 @@
  * Host names: getaddrinfo and gethostbyname{,2}{,_r} are wrapped; the addresses a name
  * resolved to are remembered in a fixed table (NAMES entries, newest first, per
  * process, inherited across fork, not across exec), so a later connect to one of them
- * is decided with that host name ([network] allow = HOST:PORT rules).  A lookup of a
- * name no rule could allow (bbx_pol_host_allowed) is refused like an egress and fails
- * with EAI_NONAME / HOST_NOT_FOUND.  The lookup itself runs with the guard held: the
+ * is decided with that host name ([network] allow = HOST:PORT rules).  A lookup is itself
+ * an egress (the name travels to the nameserver): see lookup_allowed(); a refused one
+ * fails with EAI_NONAME / HOST_NOT_FOUND and writes a DENY record naming the host.  The lookup itself runs with the guard held: the
  * resolver's own traffic (glibc calls its internal __connect/__sendto, which never reach
  * the PLT anyway, and NSS modules) is not decided, so DNS works whenever lookups do.
  */
@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -389,15 +390,130 @@ static int numeric(const char *name)
 	return inet_pton(AF_INET, name, b) == 1 || inet_pton(AF_INET6, name, b) == 1;
 }
 
-/* Before a lookup of name (guard held): 0 = go ahead, else refused (DENY written). */
+/* Calls fn on each line of a small text file (lines longer than 511 bytes are
+ * skipped) until it returns non-zero; returns that, or 0.  Allocation-free. */
+static int scan_lines(const char *path, int (*fn)(char *line, const void *arg), const void *arg)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[2048], line[512];
+	size_t ll = 0;
+	int found = 0, skip = 0;
+	ssize_t n;
+	while (!found && (n = read(fd, buf, sizeof buf)) > 0) {
+		for (ssize_t i = 0; i < n && !found; i++) {
+			if (buf[i] == '\n') {
+				line[ll] = 0;
+				if (!skip)
+					found = fn(line, arg);
+				ll = 0;
+				skip = 0;
+			} else if (ll < sizeof line - 1) {
+				line[ll++] = buf[i];
+			} else {
+				skip = 1;
+			}
+		}
+	}
+	if (!found && ll && !skip) {
+		line[ll] = 0;
+		found = fn(line, arg);
+	}
+	close(fd);
+	return found;
+}
+
+/* The next blank-separated word of *p (NUL-terminated in place), or NULL. */
+static char *word(char **p)
+{
+	char *s = *p;
+	while (*s == ' ' || *s == '\t' || *s == '\r')
+		s++;
+	if (!*s || *s == '#' || *s == ';')
+		return NULL;
+	char *e = s;
+	while (*e && *e != ' ' && *e != '\t' && *e != '\r')
+		e++;
+	*p = *e ? e + 1 : e;
+	*e = 0;
+	return s;
+}
+
+/* An /etc/hosts line naming the host (any word after the address). */
+static int hosts_line(char *line, const void *arg)
+{
+	const char *name = arg;
+	size_t nl = strlen(name);
+	if (nl && name[nl - 1] == '.') /* the absolute form "localhost." */
+		nl--;
+	char *p = line, *w = word(&p);
+	if (!w)
+		return 0;
+	while ((w = word(&p)))
+		if (strlen(w) == nl && !strncasecmp(w, name, nl))
+			return 1;
+	return 0;
+}
+
+/* A resolv.conf "nameserver ADDR" line whose ADDR:53 the policy allows; counts the
+ * nameserver lines in *seen. */
+struct ns_scan {
+	const struct bbx_pol_hdr *p;
+	int seen;
+};
+static int ns_allowed(const struct bbx_pol_hdr *p, const char *addr)
+{
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(53)};
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons(53)};
+	struct bbx_pol_verdict v;
+	char a[INET6_ADDRSTRLEN];
+	snprintf(a, sizeof a, "%s", addr);
+	char *pct = strchr(a, '%'); /* fe80::1%eth0 */
+	if (pct)
+		*pct = 0;
+	if (inet_pton(AF_INET, a, &in.sin_addr) == 1)
+		bbx_pol_net(p, (struct sockaddr *)&in, sizeof in, NULL, &v);
+	else if (inet_pton(AF_INET6, a, &in6.sin6_addr) == 1)
+		bbx_pol_net(p, (struct sockaddr *)&in6, sizeof in6, NULL, &v);
+	else
+		return 0;
+	return v.decision == BBX_DEC_ALLOW;
+}
+static int resolv_line(char *line, const void *arg)
+{
+	struct ns_scan *ns = (struct ns_scan *)arg;
+	char *p = line, *w = word(&p);
+	if (!w || strcmp(w, "nameserver") || !(w = word(&p)))
+		return 0;
+	ns->seen++;
+	return ns_allowed(ns->p, w);
+}
+
+/* Before a lookup of name (guard held): 0 = go ahead, else refused (DENY written).
+ * A lookup that may reach DNS carries the name to the nameserver (glibc sends it
+ * through internal calls no wrapper sees): it is allowed when a [network] allow rule
+ * names the host, or when the nameserver itself (resolv.conf, port 53) is an allowed
+ * address; a name /etc/hosts answers never leaves the machine. */
 static int lookup_allowed(const struct bbx_pol_hdr *p, const char *op, const char *name)
 {
-	if (bbx_pol_host_allowed(p, name))
+	int h = bbx_pol_host(p, name);
+	if (h > 0)
 		return 0;
+	if (h == 0) {
+		if (scan_lines("/etc/hosts", hosts_line, name))
+			return 0;
+		struct ns_scan ns = {p, 0};
+		if (scan_lines("/etc/resolv.conf", resolv_line, &ns) ||
+		    (!ns.seen && ns_allowed(p, "127.0.0.1")))
+			return 0;
+	}
 	int audit = p->mode == BBX_MODE_AUDIT;
-	struct bbx_pol_verdict v = {.decision = audit ? BBX_DEC_AUDIT : BBX_DEC_DENY,
-				    .err = audit ? 0 : ECONNREFUSED,
-				    .reason = "no [network] rule could allow this host name"};
+	struct bbx_pol_verdict v = {
+		.decision = audit ? BBX_DEC_AUDIT : BBX_DEC_DENY,
+		.err = audit ? 0 : ECONNREFUSED,
+		.reason = h < 0 ? "host name denied by a [network] deny rule"
+				: "name lookup: no [network] rule allows the host or the nameserver"};
 	return bbx_pol_report(op, BBX_ACC_CONNECT, NULL, NULL, NULL, name, NULL, &v);
 }
 

@@ -9,7 +9,7 @@
 # allowed egress must work and leave a NET record.  Records are read with
 # tests/e2e/netrec.py (the binary format), independent of bbx-log's text.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 40
+plan 43
 
 PY=$(python3 -c 'import sys; print(sys.executable)')
 SRV="$T_TMP/srv"
@@ -237,6 +237,26 @@ s.connect((a, $TCP_A))
 print('connected')"
 [ $? -eq 0 ] && grep -q connected "$T_TMP/o"
 ok $? "gethostbyname then connect to the number it returned: allowed as localhost"
+
+# ---- name lookups: a query to the nameserver carries the name out -----------------------
+# Under net-port no rule names a host and no nameserver is an allowed address (its one
+# 127.0.0.1 rule names the test's own port, never 53, so a local resolver does not count): a
+# name /etc/hosts does not answer is refused before any query leaves (DNS exfiltration);
+# localhost (in /etc/hosts) still resolves.
+run "$PORT" "$PY" -c "
+import socket, sys
+try:
+    socket.getaddrinfo('bbx-exfil-$$.example.invalid', 80)
+except socket.gaierror as e:
+    print('gaierror', e.errno == socket.EAI_NONAME)
+    sys.exit(1)"
+[ $? -eq 1 ] && grep -q "gaierror True" "$T_TMP/o"
+ok $? "a lookup no rule allows (not in /etc/hosts, nameserver not allowed): EAI_NONAME"
+has "^DENY op=getaddrinfo host=bbx-exfil-$$\.example\.invalid decision=2"
+ok $? "... DENY record naming the host"
+run "$PORT" "$PY" -c "import socket; print(socket.gethostbyname('localhost'))"
+[ $? -eq 0 ] && grep -q "^127\." "$T_TMP/o"
+ok $? "localhost (answered by /etc/hosts) still resolves"
 
 # ---- net-audit: decided and recorded, nothing refused ------------------------------------
 n0=$(events tcp_b)

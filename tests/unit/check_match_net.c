@@ -237,10 +237,20 @@ START_TEST(test_host_rules)
 	rule(&b, BBX_PS_NET_DENY, BBX_NK_HOST, "*.evil.test", 0);
 	rule(&b, BBX_PS_NET_DENY, BBX_NK_HOST, "smtp.test", 25);
 	p = build(&b);
-	/* an address rule: any name may resolve into it, so the lookup may go ahead */
-	ck_assert(bbx_pol_host_allowed(p, "example.com"));
-	ck_assert(!bbx_pol_host_allowed(p, "a.evil.test")); /* denied on every port */
-	ck_assert(bbx_pol_host_allowed(p, "smtp.test"));     /* denied on one port only */
+	/* address rules say nothing about names: the shim asks /etc/hosts and resolv.conf */
+	ck_assert_int_eq(bbx_pol_host(p, "example.com"), 0);
+	ck_assert_int_eq(bbx_pol_host(p, "A.Evil.Test"), -1); /* denied on every port */
+	ck_assert_int_eq(bbx_pol_host(p, "smtp.test"), 0);    /* denied on one port only */
+	ck_assert(!bbx_pol_host_allowed(p, "example.com"));
+	free(p);
+
+	init(&b, BBX_MODE_ENFORCE);
+	rule(&b, BBX_PS_NET_ALLOW, BBX_NK_HOST, "*.corp.test", 0);
+	rule(&b, BBX_PS_NET_DENY, BBX_NK_HOST, "secret.corp.test", 0);
+	p = build(&b);
+	ck_assert_int_eq(bbx_pol_host(p, "git.corp.test"), 1);
+	ck_assert_int_eq(bbx_pol_host(p, "secret.corp.test"), -1); /* deny beats allow */
+	ck_assert_int_eq(bbx_pol_host(p, ""), 0);
 	free(p);
 }
 END_TEST
