@@ -169,15 +169,30 @@ static void addr_text(const struct sockaddr *sa, socklen_t len, const char *unix
 /* Datagram destinations already recorded by this process (direct-mapped hashes). */
 static uint64_t sent_to[256];
 
-static void net_record(const struct bbx_pol_hdr *p, const char *op, const char *addr,
-		       const char *host, const struct bbx_pol_verdict *v, int once)
+/* True when this destination (and name) was recorded already; marks it recorded. */
+static int sent_before(int fam, const uint8_t *key, uint16_t port, const char *uname,
+		       const char *host)
 {
-	if (once) {
-		uint64_t h = XXH64(addr, strlen(addr), 0x6e6574) | 1;
-		uint64_t *slot = &sent_to[h % 256];
-		if (__atomic_exchange_n(slot, h, __ATOMIC_RELAXED) == h)
-			return;
+	struct {
+		uint32_t fam, port;
+		uint8_t a[16];
+	} k = {(uint32_t)fam, port, {0}};
+	uint64_t h;
+	if (uname) {
+		h = XXH64(uname, strlen(uname), 0x756e6978);
+	} else {
+		memcpy(k.a, key, fam == AF_INET ? 4 : 16);
+		h = XXH64(&k, sizeof k, 0x6e6574);
 	}
+	if (host)
+		h ^= XXH64(host, strlen(host), 0x686f7374);
+	h |= 1;
+	return __atomic_exchange_n(&sent_to[h % 256], h, __ATOMIC_RELAXED) == h;
+}
+
+static void net_record(const struct bbx_pol_hdr *p, const char *op, const char *addr,
+		       const char *host, const struct bbx_pol_verdict *v)
+{
 	if (bbx_usable())
 		return;
 	struct bbx_enc e;
@@ -208,6 +223,8 @@ static int egress(const struct bbx_pol_hdr *p, const char *op, const struct sock
 	char text[BBX_POL_UNIX_TEXT], res[PATH_MAX], addr[PATH_MAX + 16], hostbuf[256];
 	const char *host = NULL, *uname = NULL;
 	struct bbx_pol_verdict v;
+	uint8_t key[16];
+	int fam = 0;
 	via->fd = -1;
 	if (!sa || len < (socklen_t)sizeof(sa_family_t))
 		return 0;
@@ -232,12 +249,16 @@ static int egress(const struct bbx_pol_hdr *p, const char *op, const struct sock
 		}
 		bbx_pol_net_unix(p, uname, &v);
 	} else {
-		uint8_t key[16];
-		int fam = inet_key(sa, len, key);
+		fam = inet_key(sa, len, key);
 		if (fam)
 			host = recall(fam, key, hostbuf);
 		bbx_pol_net(p, sa, len, host, &v);
 	}
+	/* A datagram destination already recorded: nothing more to do (the common case of
+	 * a UDP loop costs the decision only, no formatting, no record). */
+	if (once && v.decision == BBX_DEC_ALLOW && (fam || uname) &&
+	    sent_before(fam, key, ntohs(((const struct sockaddr_in *)sa)->sin_port), uname, host))
+		goto reach;
 	addr_text(sa, len, uname, addr, sizeof addr);
 	if (v.decision != BBX_DEC_ALLOW) {
 		int rc = bbx_pol_report(op, BBX_ACC_CONNECT, NULL, NULL, addr, host, NULL, &v);
@@ -249,7 +270,8 @@ static int egress(const struct bbx_pol_hdr *p, const char *op, const struct sock
 		}
 	}
 	if (sa->sa_family != AF_NETLINK && sa->sa_family != AF_UNSPEC)
-		net_record(p, op, addr, host, &v, once);
+		net_record(p, op, addr, host, &v);
+reach:
 	if (via->fd >= 0) {
 		memset(&via->sa, 0, sizeof via->sa);
 		via->sa.sun_family = AF_UNIX;
