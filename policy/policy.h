@@ -166,7 +166,20 @@ void bbx_pol_exec(const struct bbx_pol_hdr *p, const char *cmdline, struct bbx_p
 /* Egress to an address; host is the name it was resolved from (NULL if unknown). */
 void bbx_pol_net(const struct bbx_pol_hdr *p, const struct sockaddr *sa, socklen_t len,
 		 const char *host, struct bbx_pol_verdict *v);
-/* May this host name be looked up/connected at all (some rule could allow it)? */
+/* Egress to a unix socket named by text: "/abs/path" (resolved by the caller: symlinks
+ * followed) or "@abstract" (match_net.c). */
+void bbx_pol_net_unix(const struct bbx_pol_hdr *p, const char *name, struct bbx_pol_verdict *v);
+/* sun_path of a unix address of len bytes as text: the path as given, or "@name" for an
+ * abstract one (control bytes, 0x7f and backslash as \xHH); out: BBX_POL_UNIX_TEXT bytes. */
+struct sockaddr_un;
+#define BBX_POL_UNIX_TEXT (4 * 108 + 2)
+void bbx_pol_unix_text(const struct sockaddr_un *un, socklen_t len, char *out);
+/* What the HOST rules say about looking a name up (match_net.c): -1 a deny rule without
+ * a port names it (the lookup is refused); 1 an allow rule names it (the lookup may go
+ * to DNS); 0 neither (the shim then allows the lookup only if /etc/hosts answers it or
+ * the configured nameserver is an allowed address: DNS queries carry the name out). */
+int bbx_pol_host(const struct bbx_pol_hdr *p, const char *host);
+/* bbx_pol_host(p, host) > 0. */
 bool bbx_pol_host_allowed(const struct bbx_pol_hdr *p, const char *host);
 /* fnmatch-like glob ('*', '?', '[...]'), no allocation; flags: BBX_GLOB_CASEFOLD. */
 #define BBX_GLOB_CASEFOLD 1

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/stat.h>

@@ -22,10 +22,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* The network matcher (policy/match_net.c) is not in every build yet: explain connect
- * says so instead of failing to link.  Drop this once it is. */
-#pragma weak bbx_pol_net
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -129,10 +125,6 @@ static void resolve(const char *arg, bool follow, char *out, size_t cap)
 
 static int explain_connect(const struct bbx_pol_hdr *p, const char *arg)
 {
-	if (!bbx_pol_net) {
-		fprintf(stderr, "bbx-policy: this build has no network matcher yet\n");
-		return 1;
-	}
 	struct bbx_pol_verdict v = {0};
 	char what[PATH_MAX + 64];
 	if (!strncmp(arg, "unix:", 5)) {

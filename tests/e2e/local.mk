@@ -34,3 +34,8 @@ EXTRA_DIST += tests/e2e/t-verify.sh tests/e2e/jtool.py
 # process records (PROC, EXEC env, EXIT, RESULT) and redaction of secrets
 TESTS += tests/e2e/t-proc.sh
 EXTRA_DIST += tests/e2e/t-proc.sh tests/e2e/jdecode.py
+# policy: egress ([network]) by curl and python3 against loopback servers it starts
+TESTS += tests/e2e/t-egress.sh
+EXTRA_DIST += tests/e2e/t-egress.sh tests/e2e/netserve.py tests/e2e/netrec.py \
+	tests/policy/net-port.ini tests/policy/net-cidr.ini tests/policy/net-host.ini \
+	tests/policy/net-audit.ini

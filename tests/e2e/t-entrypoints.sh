@@ -191,6 +191,37 @@ tr() {
 }
 NRCASES=0
 
+# tn NAME LABEL ARG...: an egress or a name lookup under a policy that allows only
+# 127.0.0.2:7 and denies the name localhost (bbx-policy(5) [network]).  The call must
+# fail, say why on stderr ("bbx: refused connection to"), and leave a DENY record of op
+# NAME.  Two TAP lines per case.
+tn() {
+	if [ "$MODE" = count ]; then
+		COVERED[$1]=1
+		NNCASES=$((NNCASES + 1))
+		return
+	fi
+	local name=$1 label=$2 a rc
+	shift 2
+	mk_ws
+	local args=() J="$T_TMP/j.$((T_N + 1))" o="$T_TMP/case" P="$T_TMP/net.ini"
+	for a in "$@"; do args+=("${a//@W/$W}"); done
+	printf '[paths]\nwrite = %s\n[network]\nallow = 127.0.0.2:7\ndeny = localhost\n' "$W" >"$P"
+	(cd "$W" && bbx-run --policy "$P" --journal "$J" -- "$CW" "$name" "${args[@]}") \
+		>"$o.out" 2>"$o.err"
+	rc=$?
+	[ $rc -ne 0 ] && grep -q 'bbx: refused connection to' "$o.err"
+	rc=$?
+	[ $rc -ne 0 ] && { diag_file "$o.out"; diag_file "$o.err"; }
+	ok $rc "$name: $label: refused, explained"
+	bbx-log "$J" >"$o.log" 2>&1
+	grep -qE "^[0-9]+ [^ ]+ [0-9]+ DENY $name( |\$)" "$o.log"
+	rc=$?
+	[ $rc -ne 0 ] && diag_file "$o.log"
+	ok $rc "$name: $label: DENY record"
+}
+NNCASES=0
+
 # What a child program does: rewrite a pre-existing file, so the exec'd program's own
 # journaling (the shim re-inserted across exec) is undone too.
 SH='echo changed by child > @W/f'
@@ -360,11 +391,23 @@ cases() {
 	tr opendir "through a symlink" @W/l2
 	tr open "O_RDONLY through a symlink" @W/l2/inner rdonly 0
 	tr fopen "\"r\" via .." @W/e/../d/inner r
+	# ---- egress and name lookups ([network]; t-egress.sh has the real servers)
+	tn connect "TCP to 127.0.0.1 without an allow rule" 127.0.0.1:9
+	tn connect "TCP to [::1]" "[::1]:9"
+	tn connect "a unix socket path" unix:@W/no.sock
+	tn sendto "UDP to 127.0.0.1" 127.0.0.1:9
+	tn sendmsg "UDP to [::1] (msg_name)" "[::1]:9"
+	tn sendmmsg "UDP, the first address refused" 127.0.0.1:9 127.0.0.2:7
+	tn getaddrinfo "a denied name" localhost
+	tn gethostbyname "a denied name" localhost
+	tn gethostbyname2 "a denied name" localhost
+	tn gethostbyname_r "a denied name" localhost
+	tn gethostbyname2_r "a denied name" localhost
 }
 
 cases
 COVERED[fdopendir]=1 # below: needs a descriptor opened outside the run
-plan $((NCASES * 4 + NRCASES * 3 + 5 + 5))
+plan $((NCASES * 4 + NRCASES * 3 + NNCASES * 2 + 5 + 5))
 
 # ---- the lists agree ------------------------------------------------------------------
 sort -u <(printf '%s\n' "${NAMES[@]}") >"$T_TMP/def"

@@ -45,6 +45,10 @@
 #include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <unistd.h>
 #include <utime.h>
 #include <dirent.h>
@@ -759,6 +763,216 @@ static int c_bind(int argc, char **argv)
 	return r < 0 ? e : 0;
 }
 
+/* ---- egress and name lookups ([network] policy) -------------------------------------------- */
+
+/* ADDR: "1.2.3.4:PORT", "[v6]:PORT", "unix:/path" or "unix:@abstract".  Returns the
+ * address length, 0 if ADDR is malformed. */
+static socklen_t parse_addr(const char *text, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof *ss);
+	if (strncmp(text, "unix:", 5) == 0) {
+		struct sockaddr_un *un = (struct sockaddr_un *)ss;
+		const char *p = text + 5;
+		size_t n = strlen(p);
+		if (n >= sizeof un->sun_path)
+			return 0;
+		un->sun_family = AF_UNIX;
+		memcpy(un->sun_path, p, n);
+		if (p[0] == '@') {
+			un->sun_path[0] = 0; /* abstract: no trailing NUL counted */
+			return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+		}
+		return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+	}
+	char host[64];
+	const char *colon = strrchr(text, ':');
+	if (!colon || (size_t)(colon - text) >= sizeof host)
+		return 0;
+	memcpy(host, text, (size_t)(colon - text));
+	host[colon - text] = 0;
+	uint16_t port = htons((uint16_t)atoi(colon + 1));
+	if (host[0] == '[') {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+		size_t l = strlen(host);
+		if (l < 2 || host[l - 1] != ']')
+			return 0;
+		host[l - 1] = 0;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = port;
+		return inet_pton(AF_INET6, host + 1, &in6->sin6_addr) == 1 ? sizeof *in6 : 0;
+	}
+	struct sockaddr_in *in = (struct sockaddr_in *)ss;
+	in->sin_family = AF_INET;
+	in->sin_port = port;
+	return inet_pton(AF_INET, host, &in->sin_addr) == 1 ? sizeof *in : 0;
+}
+
+/* A socket of the family of ss: stream or datagram. */
+static int sock_for(const struct sockaddr_storage *ss, int type)
+{
+	return socket(ss->ss_family, type | SOCK_CLOEXEC, 0);
+}
+
+/* connect ADDR: a stream socket connected to ADDR */
+static int c_connect(int argc, char **argv)
+{
+	(void)argc;
+	struct sockaddr_storage ss;
+	socklen_t len = parse_addr(argv[0], &ss);
+	if (!len)
+		return EINVAL;
+	int fd = sock_for(&ss, SOCK_STREAM);
+	if (fd < 0)
+		return errno;
+	int r = connect(fd, (struct sockaddr *)&ss, len);
+	int e = errno;
+	close(fd);
+	return r < 0 ? e : 0;
+}
+
+/* sendto ADDR [TEXT]: one datagram to ADDR */
+static int c_sendto(int argc, char **argv)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = parse_addr(argv[0], &ss);
+	const char *t = argc > 1 ? argv[1] : "datagram";
+	if (!len)
+		return EINVAL;
+	int fd = sock_for(&ss, SOCK_DGRAM);
+	if (fd < 0)
+		return errno;
+	ssize_t r = sendto(fd, t, strlen(t), 0, (struct sockaddr *)&ss, len);
+	int e = errno;
+	close(fd);
+	return r < 0 ? e : 0;
+}
+
+/* sendmsg ADDR [TEXT]: one datagram to ADDR (msg_name) */
+static int c_sendmsg(int argc, char **argv)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = parse_addr(argv[0], &ss);
+	char *t = argc > 1 ? argv[1] : "datagram";
+	if (!len)
+		return EINVAL;
+	int fd = sock_for(&ss, SOCK_DGRAM);
+	if (fd < 0)
+		return errno;
+	struct iovec v = {t, strlen(t)};
+	struct msghdr m = {.msg_name = &ss, .msg_namelen = len, .msg_iov = &v, .msg_iovlen = 1};
+	ssize_t r = sendmsg(fd, &m, 0);
+	int e = errno;
+	close(fd);
+	return r < 0 ? e : 0;
+}
+
+/* sendmmsg ADDR... : one datagram to each ADDR in one call; prints how many were sent */
+static int c_sendmmsg(int argc, char **argv)
+{
+	struct sockaddr_storage ss[8];
+	struct mmsghdr vec[8];
+	struct iovec v[8];
+	int n = argc < 8 ? argc : 8, fd = -1;
+	memset(vec, 0, sizeof vec);
+	for (int i = 0; i < n; i++) {
+		socklen_t len = parse_addr(argv[i], &ss[i]);
+		if (!len || (i && ss[i].ss_family != ss[0].ss_family))
+			return EINVAL;
+		v[i] = (struct iovec){argv[i], strlen(argv[i])};
+		vec[i].msg_hdr = (struct msghdr){.msg_name = &ss[i], .msg_namelen = len,
+						 .msg_iov = &v[i], .msg_iovlen = 1};
+	}
+	fd = sock_for(&ss[0], SOCK_DGRAM);
+	if (fd < 0)
+		return errno;
+	int r = sendmmsg(fd, vec, (unsigned)n, 0);
+	int e = errno;
+	close(fd);
+	if (r >= 0)
+		printf("sent %d\n", r);
+	return r < 0 ? e : 0;
+}
+
+static void print_hostent(const struct hostent *h)
+{
+	char t[INET6_ADDRSTRLEN];
+	for (char **a = h->h_addr_list; *a; a++)
+		if (inet_ntop(h->h_addrtype, *a, t, sizeof t))
+			printf("%s\n", t);
+}
+
+/* getaddrinfo HOST: prints each address (a failure: ENOENT, with the resolver's words) */
+static int c_getaddrinfo(int argc, char **argv)
+{
+	(void)argc;
+	struct addrinfo *res, hints = {.ai_socktype = SOCK_STREAM};
+	int r = getaddrinfo(argv[0], NULL, &hints, &res);
+	if (r) {
+		fprintf(stderr, "%s: getaddrinfo: %s\n", prog, gai_strerror(r));
+		return ENOENT;
+	}
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		char t[INET6_ADDRSTRLEN];
+		const void *a = ai->ai_family == AF_INET
+					? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
+					: (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+		if (inet_ntop(ai->ai_family, a, t, sizeof t))
+			printf("%s\n", t);
+	}
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* gethostbyname HOST: prints each address */
+static int c_gethostbyname(int argc, char **argv)
+{
+	(void)argc;
+	struct hostent *h = gethostbyname(argv[0]);
+	if (!h)
+		return ENOENT;
+	print_hostent(h);
+	return 0;
+}
+
+/* gethostbyname2 HOST: prints each IPv4 address */
+static int c_gethostbyname2(int argc, char **argv)
+{
+	(void)argc;
+	struct hostent *h = gethostbyname2(argv[0], AF_INET);
+	if (!h)
+		return ENOENT;
+	print_hostent(h);
+	return 0;
+}
+
+/* gethostbyname_r HOST: prints each address */
+static int c_gethostbyname_r(int argc, char **argv)
+{
+	(void)argc;
+	struct hostent h, *res = NULL;
+	char buf[4096];
+	int herr = 0;
+	int r = gethostbyname_r(argv[0], &h, buf, sizeof buf, &res, &herr);
+	if (r || !res)
+		return r ? r : ENOENT;
+	print_hostent(res);
+	return 0;
+}
+
+/* gethostbyname2_r HOST: prints each IPv4 address */
+static int c_gethostbyname2_r(int argc, char **argv)
+{
+	(void)argc;
+	struct hostent h, *res = NULL;
+	char buf[4096];
+	int herr = 0;
+	int r = gethostbyname2_r(argv[0], AF_INET, &h, buf, sizeof buf, &res, &herr);
+	if (r || !res)
+		return r ? r : ENOENT;
+	print_hostent(res);
+	return 0;
+}
+
 /* ---- reads a deny_read policy decides ---------------------------------------------------- */
 
 /* Each prints what it learnt (so a refused call is seen to reveal nothing). */
@@ -1320,6 +1534,15 @@ static const struct call {
 	{"pwritev64v2", c_pwritev64v2, 2, "FILE TEXT"},
 	{"fcntl", c_fcntl, 2, "FILE TEXT"},
 	{"bind", c_bind, 1, "PATH"},
+	{"connect", c_connect, 1, "ADDR"},
+	{"sendto", c_sendto, 1, "ADDR [TEXT]"},
+	{"sendmsg", c_sendmsg, 1, "ADDR [TEXT]"},
+	{"sendmmsg", c_sendmmsg, 1, "ADDR..."},
+	{"getaddrinfo", c_getaddrinfo, 1, "HOST"},
+	{"gethostbyname", c_gethostbyname, 1, "HOST"},
+	{"gethostbyname2", c_gethostbyname2, 1, "HOST"},
+	{"gethostbyname_r", c_gethostbyname_r, 1, "HOST"},
+	{"gethostbyname2_r", c_gethostbyname2_r, 1, "HOST"},
 	{"stat", c_stat, 1, "PATH"},
 	{"stat64", c_stat64, 1, "PATH"},
 	{"lstat", c_lstat, 1, "PATH"},
@@ -1391,7 +1614,8 @@ static void usage(FILE *to)
 		    "       %s --list        the names implemented\n"
 		    "       %s NAME --help   the arguments of NAME\n"
 		    "FLAGS: a number or names joined by ',' (e.g. wronly,trunc); MODE: octal;\n"
-		    "FILE: a path (opened with a raw syscall) or fd:N; DIR: a path or AT_FDCWD.\n",
+		    "FILE: a path (opened with a raw syscall) or fd:N; DIR: a path or AT_FDCWD.\n"
+		    "ADDR: 1.2.3.4:PORT, [::1]:PORT, unix:/path or unix:@abstract.\n",
 		prog, prog, prog);
 }
 

@@ -10,6 +10,7 @@ check_PROGRAMS += \
 	tests/unit/check_match \
 	tests/unit/check_chain \
 	tests/unit/check_redact \
+	tests/unit/check_match_net \
 	$(NULL)
 TESTS += \
 	tests/unit/check_record \
@@ -20,6 +21,7 @@ TESTS += \
 	tests/unit/check_match \
 	tests/unit/check_chain \
 	tests/unit/check_redact \
+	tests/unit/check_match_net \
 	$(NULL)
 
 tests_unit_check_record_SOURCES = tests/unit/check_record.c tests/unit/unit.h
@@ -58,3 +60,7 @@ tests_unit_check_policy_LDADD = policy/libbbxpolc.la $(CHECK_LIBS)
 tests_unit_check_redact_SOURCES = tests/unit/check_redact.c tests/unit/unit.h
 tests_unit_check_redact_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_check_redact_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
+
+tests_unit_check_match_net_SOURCES = tests/unit/check_match_net.c tests/unit/unit.h
+tests_unit_check_match_net_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_match_net_LDADD = policy/libbbxpol.la $(CHECK_LIBS)
