@@ -3,7 +3,10 @@
 # defines its untimed set-up/tear-down and calls `bench NAME CMD...`: every round runs
 # CMD once under each variant, alternating A B C D E A B C D E..., and `table` prints
 # per variant the median, min-max, the ratio of medians to bare and, for bbx, the
-# journal size and the bytes preserved.  Timings never gate tests.
+# journal size and the bytes preserved.  cpu_s is the user+system CPU time of the
+# command and its waited-for children (bash's `time`): less sensitive to other load on a
+# shared machine than elapsed time, but blind to daemons (fakeroot's faked).  Timings
+# never gate tests.
 #
 # Environment knobs (all optional):
 #   BBX_BUILDDIR     a built tree (default: the source tree)
@@ -81,17 +84,17 @@ kib() { du -sk "$1" 2>/dev/null | cut -f1 || echo 0; }
 
 # bench NAME CMD...: ROUNDS rounds of CMD (run in $WD) under every active variant.
 bench() {
-	local name=$1 r v t0 t1 rc
+	local name=$1 r v rc real user sys TIMEFORMAT='%3R %3U %3S'
 	shift
 	for r in $(seq "$ROUNDS"); do
 		for v in $ACTIVE; do
 			rm -rf "$J" "$IW"
 			(cd "$W" && setup)
-			t0=$(now)
 			rc=0
-			(cd "$WD" && vrun "$v" "$@") >"$W/out" 2>&1 || rc=$?
-			t1=$(now)
-			echo "$t1 - $t0" | bc >>"$W/t.$name.$v"
+			{ time { (cd "$WD" && vrun "$v" "$@") >"$W/out" 2>&1 || rc=$?; }; } 2>"$W/tm"
+			read -r real user sys <"$W/tm"
+			echo "$real" >>"$W/t.$name.$v"
+			echo "$user + $sys" | bc >>"$W/c.$name.$v"
 			if [ "$rc" != 0 ]; then
 				echo "bench: $name under $v exited $rc (round $r); its last output:" >&2
 				tail -n 5 "$W/out" >&2
@@ -121,10 +124,10 @@ bench() {
 
 # table NAME [LABEL]: the rows of workload NAME, one per variant.
 table() {
-	local name=$1 label=${2:-$1} v f base extra
-	base=
-	[ -s "$W/t.$name.bare" ] && base=$(med "$W/t.$name.bare")
-	printf '%-22s %-12s %9s %17s %7s  %s\n' workload variant median_s min-max ratio kept
+	local name=$1 label=${2:-$1} v f c base cbase extra
+	base= cbase=
+	[ -s "$W/t.$name.bare" ] && base=$(med "$W/t.$name.bare") && cbase=$(med "$W/c.$name.bare")
+	printf '%-22s %-12s %9s %17s %7s %7s %7s  %s\n' workload variant median_s min-max ratio cpu_s cpu_rt kept
 	for v in $ACTIVE; do
 		f="$W/t.$name.$v"
 		extra=-
@@ -133,8 +136,10 @@ table() {
 		installwatch) [ -s "$W/iwk.$name" ] && extra="BACKUP $(med "$W/iwk.$name") KiB ($(med "$W/iwn.$name") originals)" ;;
 		esac
 		[ -s "$W/fail.$name.$v" ] && extra="$extra; FAILED in $(wc -l <"$W/fail.$name.$v") of $ROUNDS rounds"
-		printf '%-22s %-12s %9.3f %17s %7s  %s\n' "$label" "$v" "$(med "$f")" "$(mm "$f")" \
-			"$([ -n "$base" ] && printf '%.3f' "$(div "$(med "$f")" "$base")" || echo -)" "$extra"
+		c="$W/c.$name.$v"
+		printf '%-22s %-12s %9.3f %17s %7s %7.2f %7s  %s\n' "$label" "$v" "$(med "$f")" "$(mm "$f")" \
+			"$([ -n "$base" ] && printf '%.3f' "$(div "$(med "$f")" "$base")" || echo -)" \
+			"$(med "$c")" "$([ -n "$cbase" ] && printf '%.2f' "$(div "$(med "$c")" "$cbase")" || echo -)" "$extra"
 	done
 	[ -s "$W/stats.$name" ] && sed 's/^/  bbx-log --stats: /' "$W/stats.$name"
 	echo "  ($ROUNDS rounds, alternating$(printf ' %s' $ACTIVE); $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"

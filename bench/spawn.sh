@@ -14,7 +14,10 @@ echo "spawn: bash loop of $N x /bin/true" >&2
 bench spawn bash -c "for i in \$(seq $N); do /bin/true; done"
 table spawn "spawn ($N x true)"
 base=$(med "$W/t.spawn.bare")
+cbase=$(med "$W/c.spawn.bare")
 for v in $ACTIVE; do
 	[ "$v" = bare ] && continue
-	printf '  %s: +%.0f us per process\n' "$v" "$(echo "($(med "$W/t.spawn.$v") - $base) * 1000000 / $N" | bc -l)"
+	printf '  %s: %+.0f us elapsed, %+.0f us CPU per process\n' "$v" \
+		"$(echo "($(med "$W/t.spawn.$v") - $base) * 1000000 / $N" | bc -l)" \
+		"$(echo "($(med "$W/c.spawn.$v") - $cbase) * 1000000 / $N" | bc -l)"
 done
