@@ -1,29 +1,39 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bench/churn.sh - rm -rf of a tree of FILES files (100 directories), bare and under
-# bbx-run, alternating; then the undo of each bbx run, reported as files per second.
-# Usage: bench/churn.sh [RUNS] [FILES]
+# bench/churn.sh - the churn workload, timed as one command under every variant of
+# lib.sh, alternating: untar a tree of ~10k files, edit 1,100 of them in place with
+# `sed -i` (a new file renamed over each), rm -rf the tree.  The tree is
+# bench/.cache/churn-tree.tar, made once: two copies of the node_modules tree of npm.sh's
+# project if its cache is there (real files: ~11k), else a generated tree of
+# BENCH_CHURN_FILES files (default 10000) in 100 directories.
+# Usage: bench/churn.sh [ROUNDS]      (BENCH_CHURN_EDITS: files edited, default 1100)
 . "$(dirname "$0")/lib.sh"
-RUNS=${1:-3}
-FILES=${2:-10000}
-per=$((FILES / 100))
-mkdir "$W/tpl"
-for d in $(seq 100); do
-	mkdir "$W/tpl/d$d"
-	for f in $(seq "$per"); do printf '%*s' "$f" x >"$W/tpl/d$d/f$f"; done
-done
-: >"$W/bare"; : >"$W/bbx"; : >"$W/undo"
-for i in $(seq "$RUNS"); do
-	cp -a "$W/tpl" "$W/t"
-	timeit "$W/bare" rm -rf "$W/t"
-	cp -a "$W/tpl" "$W/t"
-	timeit "$W/bbx" "$RUN" -q --journal "$W/j" -- rm -rf "$W/t"
-	timeit "$W/undo" "$UNDO" -q "$W/j"
-	diff -r "$W/tpl" "$W/t" >/dev/null || { echo "churn: undo did not restore the tree" >&2; exit 1; }
-	rm -rf "$W/t" "$W/j"
-done
-header
-row "churn (rm -rf of $FILES files)" "$W/bare" "$W/bbx"
-printf '%-36s %8s %13s %8.3f %13s %7s\n' "undo of that rm -rf" - - "$(med "$W/undo")" \
-	"$(mm "$W/undo")" "-"
-printf 'undo: %.0f files/s (median)\n' "$(echo "$FILES / $(med "$W/undo")" | bc -l)"
+ROUNDS=${1:-$ROUNDS}
+EDITS=${BENCH_CHURN_EDITS:-1100}
+T="$CACHE/churn-tree.tar"
+if [ ! -f "$T" ]; then
+	mkdir -p "$CACHE" "$W/mk"
+	nm="$CACHE/npmproj/node_modules"
+	if [ -d "$nm" ]; then
+		cp -a "$nm" "$W/mk/a" && cp -a "$nm" "$W/mk/b"
+	else
+		n=${BENCH_CHURN_FILES:-10000}
+		for d in $(seq 100); do
+			mkdir -p "$W/mk/t/d$d"
+			for f in $(seq $((n / 100))); do
+				printf 'line %s of file %s\nsecond line\n' "$f" "$d" >"$W/mk/t/d$d/f$f.txt"
+			done
+		done
+	fi
+	tar -cf "$T.tmp" -C "$W/mk" . && mv "$T.tmp" "$T"
+	rm -rf "$W/mk"
+fi
+# Every k-th regular file of the tree, EDITS of them.
+tar -tvf "$T" | awk '$1 ~ /^-/ {print $NF}' >"$W/all"
+total=$(wc -l <"$W/all")
+awk -v k=$((total / EDITS)) -v n="$EDITS" 'NR % k == 0 && c < n {print; c++}' "$W/all" >"$W/edits"
+echo "churn: $(basename "$T"): $total files, $(wc -l <"$W/edits") edited with sed -i, then rm -rf" >&2
+setup() { mkdir -p "$WD"; }
+teardown() { rm -rf "$WD"; }
+bench churn sh -c "tar -xf '$T' && xargs -a '$W/edits' sed -i 's/e/E/' && rm -rf ./*"
+table churn

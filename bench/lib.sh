@@ -1,14 +1,40 @@
 # SPDX-License-Identifier: MIT
-# bench/lib.sh - shared helpers for the benchmarks (sourced, bash): A/B runs alternated
-# in one invocation, medians and min-max, ratios.  Timings never gate tests.
+# bench/lib.sh - shared harness for the benchmarks (sourced, bash).  Each workload script
+# defines its untimed set-up/tear-down and calls `bench NAME CMD...`: every round runs
+# CMD once under each variant, alternating A B C D E A B C D E..., and `table` prints
+# per variant the median, min-max, the ratio of medians to bare and, for bbx, the
+# journal size and the bytes preserved.  cpu_s is the user+system CPU time of the
+# command and its waited-for children (bash's `time`): less sensitive to other load on a
+# shared machine than elapsed time, but blind to daemons (fakeroot's faked).  Timings
+# never gate tests.
+#
+# Environment knobs (all optional):
+#   BBX_BUILDDIR     a built tree (default: the source tree)
+#   BENCH_ROUNDS     rounds (default 5; scripts may take it as $1 too)
+#   BENCH_VARIANTS   which variants, in order (default "bare bbx installwatch fakeroot strace")
+#   BENCH_BBX_RUN    the bbx invocation before "--journal DIR -- CMD" (default "$B/tools/bbx-run -q");
+#                    set it to add a policy option once bbx-run has one
+#   BENCH_TMPDIR     where the work directory goes (default: the build tree; not /tmp,
+#                    which installwatch never backs up)
+#   BENCH_CACHE      one-time downloads (default bench/.cache in the source tree)
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-B=${BBX_BUILDDIR:-$SRC}
+B=$(cd "${BBX_BUILDDIR:-$SRC}" && pwd)
 RUN="$B/tools/bbx-run"
 UNDO="$B/tools/bbx-undo"
-W=$(mktemp -d "${TMPDIR:-/tmp}/bbx-bench.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+LOG="$B/tools/bbx-log"
+BBX_RUN=${BENCH_BBX_RUN:-"$RUN -q"}
+ROUNDS=${BENCH_ROUNDS:-5}
+VARIANTS=${BENCH_VARIANTS:-"bare bbx installwatch fakeroot strace"}
+CACHE=${BENCH_CACHE:-$SRC/bench/.cache}
+[ -x "$RUN" ] || { echo "bench: $RUN not built (set BBX_BUILDDIR)" >&2; exit 1; }
+W=$(mktemp -d "${BENCH_TMPDIR:-$B}/bbx-bench.XXXXXX")
+trap 'chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
 export BBX_STATE_DIR="$W/state"
+WD="$W/wd"	# the timed command runs here
+J="$W/j"	# the bbx journal of the current run
+IW="$W/iw"	# the installwatch root (log and BACKUP/) of the current run
+
 now() { date +%s.%N; }
 # timeit FILE CMD...: append the elapsed seconds of CMD to FILE.
 timeit() {
@@ -21,9 +47,100 @@ timeit() {
 }
 med() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 mm() { sort -n "$1" | awk 'NR==1{mn=$1} {mx=$1} END {printf "%.3f-%.3f", mn, mx}'; }
-header() { printf '%-36s %8s %13s %8s %13s %7s\n' workload bare_s min-max bbx_s min-max ratio; }
-# row NAME BAREFILE BBXFILE
-row() {
-	printf '%-36s %8.3f %13s %8.3f %13s %7.3f\n' "$1" "$(med "$2")" "$(mm "$2")" \
-		"$(med "$3")" "$(mm "$3")" "$(echo "$(med "$3") / $(med "$2")" | bc -l)"
+div() { echo "$1 / $2" | bc -l; }
+
+# The variants that can run here; a peer that is not installed is skipped, said once.
+ACTIVE=
+for v in $VARIANTS; do
+	case $v in
+	bare | bbx) ACTIVE="$ACTIVE $v" ;;
+	installwatch | fakeroot | strace)
+		if command -v "$v" >/dev/null 2>&1; then ACTIVE="$ACTIVE $v"
+		else echo "bench: $v not installed, variant skipped" >&2; fi ;;
+	*) echo "bench: unknown variant $v" >&2; exit 2 ;;
+	esac
+done
+
+# vrun VARIANT CMD...: CMD under VARIANT.  installwatch -b copies every original it
+# would change into $IW/BACKUP (checked by hand: content identical), its log in $IW.
+vrun() {
+	local v=$1
+	shift
+	case $v in
+	bare) "$@" ;;
+	# shellcheck disable=SC2086
+	bbx) $BBX_RUN --journal "$J" -- "$@" ;;
+	installwatch) mkdir -p "$IW" && installwatch -b -r "$IW" -o "$IW/log" "$@" ;;
+	fakeroot) fakeroot -- "$@" ;;
+	strace) strace -f -e trace=file,process -o /dev/null "$@" ;;
+	esac
+}
+
+# Overridable hooks: setup before each timed run (untimed, cwd $W), teardown after.
+setup() { :; }
+teardown() { :; }
+
+kib() { du -sk "$1" 2>/dev/null | cut -f1 || echo 0; }
+
+# bench NAME CMD...: ROUNDS rounds of CMD (run in $WD) under every active variant.
+bench() {
+	local name=$1 r v rc real user sys TIMEFORMAT='%3R %3U %3S'
+	shift
+	for r in $(seq "$ROUNDS"); do
+		for v in $ACTIVE; do
+			rm -rf "$J" "$IW"
+			(cd "$W" && setup)
+			rc=0
+			{ time { (cd "$WD" && vrun "$v" "$@") >"$W/out" 2>&1 || rc=$?; }; } 2>"$W/tm"
+			read -r real user sys <"$W/tm"
+			echo "$real" >>"$W/t.$name.$v"
+			echo "$user + $sys" | bc >>"$W/c.$name.$v"
+			if [ "$rc" != 0 ]; then
+				echo "bench: $name under $v exited $rc (round $r); its last output:" >&2
+				tail -n 5 "$W/out" >&2
+				echo "$r" >>"$W/fail.$name.$v"
+			fi
+			case $v in
+			bbx)
+				if [ -f "$J/journal" ]; then
+					echo $(($(stat -c %s "$J/journal") / 1024)) >>"$W/jk.$name"
+					kib "$J/objects" >>"$W/ok.$name"
+					find "$J/objects" -type f 2>/dev/null | wc -l >>"$W/on.$name"
+					if "$LOG" --help 2>&1 | grep -q -- --stats; then
+						"$LOG" --stats "$J" >"$W/stats.$name" 2>&1 || true
+					fi
+				fi ;;
+			installwatch)
+				kib "$IW/BACKUP" >>"$W/iwk.$name"
+				find "$IW/BACKUP" -path "$IW/BACKUP/no-backup" -prune -o -type f -print 2>/dev/null |
+					wc -l >>"$W/iwn.$name" ;;
+			esac
+			(cd "$W" && teardown)
+			chmod -R u+w "$J" 2>/dev/null || true
+			rm -rf "$J" "$IW"
+		done
+	done
+}
+
+# table NAME [LABEL]: the rows of workload NAME, one per variant.
+table() {
+	local name=$1 label=${2:-$1} v f c base cbase extra
+	base= cbase=
+	[ -s "$W/t.$name.bare" ] && base=$(med "$W/t.$name.bare") && cbase=$(med "$W/c.$name.bare")
+	printf '%-22s %-12s %9s %17s %7s %7s %7s  %s\n' workload variant median_s min-max ratio cpu_s cpu_rt kept
+	for v in $ACTIVE; do
+		f="$W/t.$name.$v"
+		extra=-
+		case $v in
+		bbx) [ -s "$W/jk.$name" ] && extra="journal $(med "$W/jk.$name") KiB, objects $(med "$W/ok.$name") KiB ($(med "$W/on.$name") files)" ;;
+		installwatch) [ -s "$W/iwk.$name" ] && extra="BACKUP $(med "$W/iwk.$name") KiB ($(med "$W/iwn.$name") originals)" ;;
+		esac
+		[ -s "$W/fail.$name.$v" ] && extra="$extra; FAILED in $(wc -l <"$W/fail.$name.$v") of $ROUNDS rounds"
+		c="$W/c.$name.$v"
+		printf '%-22s %-12s %9.3f %17s %7s %7.2f %7s  %s\n' "$label" "$v" "$(med "$f")" "$(mm "$f")" \
+			"$([ -n "$base" ] && printf '%.3f' "$(div "$(med "$f")" "$base")" || echo -)" \
+			"$(med "$c")" "$([ -n "$cbase" ] && printf '%.2f' "$(div "$(med "$c")" "$cbase")" || echo -)" "$extra"
+	done
+	[ -s "$W/stats.$name" ] && sed 's/^/  bbx-log --stats: /' "$W/stats.$name"
+	echo "  ($ROUNDS rounds, alternating$(printf ' %s' $ACTIVE); $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
 }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench/edit.sh - the edit workload under every variant of lib.sh, alternating, timed as
+# one command on a real tree (the node_modules tree of npm.sh's project when its cache is
+# there, else bbx's own `git archive` copied 4 times): git init, add, commit; sed -i on
+# BENCH_EDIT_FILES files (default 400) and commit -a; checkout of the first commit
+# (rewrites those files); sed -i on the same files again.
+# Usage: bench/edit.sh [ROUNDS]
+. "$(dirname "$0")/lib.sh"
+ROUNDS=${1:-$ROUNDS}
+N=${BENCH_EDIT_FILES:-400}
+mkdir -p "$W/tpl"
+nm="$CACHE/npmproj/node_modules"
+if [ -d "$nm" ]; then
+	cp -a "$nm/." "$W/tpl/"
+	what="node_modules of npm.sh's project"
+else
+	for i in 1 2 3 4; do
+		mkdir "$W/tpl/c$i" && git -C "$SRC" archive --format=tar HEAD | tar -x -C "$W/tpl/c$i"
+	done
+	what="bbx's git archive x4 (npm.sh cache absent)"
+fi
+(cd "$W/tpl" && find . -type f \( -name '*.js' -o -name '*.c' -o -name '*.h' -o -name '*.md' \) |
+	sort | awk -v n="$N" 'NR % 3 == 0 && c < n {print; c++}') >"$W/edits"
+echo "edit: $what: $(find "$W/tpl" -type f | wc -l) files, $(du -sm "$W/tpl" | cut -f1) MB; sed -i on $(wc -l <"$W/edits") files" >&2
+setup() { cp -a "$W/tpl" "$WD"; }
+teardown() { rm -rf "$WD"; }
+g='git -c user.name=bench -c user.email=bench@localhost -c gc.auto=0'
+bench edit sh -c "$g init -q . && $g add -A && $g commit -qm one &&
+	xargs -a '$W/edits' sed -i 's/e/E/' && $g commit -qam two &&
+	$g checkout -q HEAD~1 && xargs -a '$W/edits' sed -i 's/a/A/'"
+table edit

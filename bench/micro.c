@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/micro.c - nanoseconds per call of the calls the shim wraps, through libc (so an
+ * LD_PRELOAD shim sees them) and, as the floor, the same system calls made with
+ * syscall(2) (which no preload can see), plus one write(2) of a 200-byte record to an
+ * O_APPEND file (what a journal append costs at least).  Run it bare and under
+ * `bbx-run -- bench/micro ...` to get the shim's cost per call (bench/micro.sh does).
+ *
+ *   micro [-b BATCHES] [-n ITERS] DIR     median over BATCHES of ns/call, one line per op
+ *   micro -s N                             N posix_spawn()+wait of /bin/true, us per start
+ *
+ * Output lines: "op NAME NS" (and "spawn US").  Files are made in DIR. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char p_file[4096], p_new[4096], p_other[4096], p_rec[4096];
+static int lfd = -1;
+static struct sockaddr_in addr;
+static int recfd = -1;
+static const struct linger reset = {1, 0};
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "micro: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void check(int ok, const char *what)
+{
+	if (!ok)
+		die(what);
+}
+
+/* libc paths: what the shim intercepts */
+static void op_open(void)
+{
+	int fd = open(p_file, O_RDONLY);
+
+	check(fd >= 0, "open");
+	close(fd);
+}
+
+static void op_stat(void)
+{
+	struct stat st;
+
+	check(stat(p_file, &st) == 0, "stat");
+}
+
+static void op_create(void)
+{
+	int fd = open(p_new, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	check(fd >= 0, "create");
+	check(write(fd, "x", 1) == 1, "write");
+	close(fd);
+	check(unlink(p_new) == 0, "unlink");
+}
+
+static int flip;
+
+static void op_rename(void)
+{
+	flip = !flip;
+	check(rename(flip ? p_file : p_other, flip ? p_other : p_file) == 0, "rename");
+}
+
+static void op_connect(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0), c;
+
+	check(s >= 0, "socket");
+	check(connect(s, (struct sockaddr *)&addr, sizeof(addr)) == 0, "connect");
+	c = accept(lfd, NULL, NULL);
+	check(c >= 0, "accept");
+	/* reset, not FIN: no TIME_WAIT left to exhaust the ephemeral ports */
+	check(setsockopt(s, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset)) == 0, "SO_LINGER");
+	close(s);
+	close(c);
+}
+
+/* the floor: the same system calls, invisible to any preload */
+static void sys_open(void)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, p_file, O_RDONLY);
+
+	check(fd >= 0, "SYS_openat");
+	syscall(SYS_close, fd);
+}
+
+static void sys_stat(void)
+{
+	struct stat st;
+
+	check(syscall(SYS_newfstatat, AT_FDCWD, p_file, &st, 0) == 0, "SYS_newfstatat");
+}
+
+static void sys_create(void)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, p_new, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	check(fd >= 0, "SYS_openat create");
+	check(syscall(SYS_write, fd, "x", 1) == 1, "SYS_write");
+	syscall(SYS_close, fd);
+	check(syscall(SYS_unlinkat, AT_FDCWD, p_new, 0) == 0, "SYS_unlinkat");
+}
+
+static void sys_rename(void)
+{
+	flip = !flip;
+	check(syscall(SYS_renameat, AT_FDCWD, flip ? p_file : p_other, AT_FDCWD,
+		      flip ? p_other : p_file) == 0, "SYS_renameat");
+}
+
+static void sys_connect(void)
+{
+	long s = syscall(SYS_socket, AF_INET, SOCK_STREAM, 0), c;
+
+	check(s >= 0, "SYS_socket");
+	check(syscall(SYS_connect, s, &addr, sizeof(addr)) == 0, "SYS_connect");
+	c = syscall(SYS_accept, lfd, NULL, NULL);
+	check(c >= 0, "SYS_accept");
+	check(syscall(SYS_setsockopt, s, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset)) == 0,
+	      "SYS_setsockopt");
+	syscall(SYS_close, s);
+	syscall(SYS_close, c);
+}
+
+static void sys_append(void)
+{
+	static const char rec[200] = "record";
+
+	check(syscall(SYS_write, recfd, rec, sizeof(rec)) == (long)sizeof(rec), "SYS_write rec");
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double measure(void (*fn)(void), int batches, int iters)
+{
+	double *v = calloc((size_t)batches, sizeof(*v)), m;
+	int b, i;
+
+	check(v != NULL, "calloc");
+	for (i = 0; i < iters / 10 + 1; i++) /* warm-up */
+		fn();
+	for (b = 0; b < batches; b++) {
+		double t0 = now_ns();
+
+		for (i = 0; i < iters; i++)
+			fn();
+		v[b] = (now_ns() - t0) / iters;
+	}
+	qsort(v, (size_t)batches, sizeof(*v), cmp);
+	m = v[batches / 2];
+	free(v);
+	return m;
+}
+
+static int spawn(int n)
+{
+	char *argv[] = {"/bin/true", NULL};
+	double t0 = now_ns();
+	int i, st;
+	pid_t pid;
+
+	for (i = 0; i < n; i++) {
+		errno = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+		check(errno == 0, "posix_spawn");
+		check(waitpid(pid, &st, 0) == pid, "waitpid");
+	}
+	printf("spawn %.1f\n", (now_ns() - t0) / n / 1000);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: micro [-b BATCHES] [-n ITERS] DIR\n       micro -s N\n"
+			"ns per call of open+close, stat, create+write+unlink, rename,\n"
+			"socket+connect+accept+close through libc and via syscall(2), and a\n"
+			"200-byte O_APPEND write; or us per posix_spawn of /bin/true (-s).\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+		int div;	/* iterations are divided by this (slow ops) */
+	} ops[] = {
+		{"open+close", op_open, 1},
+		{"stat", op_stat, 1},
+		{"create+write+unlink", op_create, 4},
+		{"rename", op_rename, 2},
+		{"socket+connect+accept+close", op_connect, 20},
+		{"sys:open+close", sys_open, 1},
+		{"sys:stat", sys_stat, 1},
+		{"sys:create+write+unlink", sys_create, 4},
+		{"sys:rename", sys_rename, 2},
+		{"sys:socket+connect+accept+close", sys_connect, 20},
+		{"sys:write-200B-append", sys_append, 1},
+	};
+	int batches = 9, iters = 20000, c, fd;
+	socklen_t len = sizeof(addr);
+	size_t i;
+
+	while ((c = getopt(argc, argv, "b:n:s:h")) != -1) {
+		switch (c) {
+		case 'b': batches = atoi(optarg); break;
+		case 'n': iters = atoi(optarg); break;
+		case 's': return spawn(atoi(optarg) > 0 ? atoi(optarg) : 1);
+		default: usage();
+		}
+	}
+	if (optind != argc - 1 || batches < 1 || iters < 4)
+		usage();
+	snprintf(p_file, sizeof(p_file), "%s/file", argv[optind]);
+	snprintf(p_new, sizeof(p_new), "%s/new", argv[optind]);
+	snprintf(p_other, sizeof(p_other), "%s/other", argv[optind]);
+	snprintf(p_rec, sizeof(p_rec), "%s/records", argv[optind]);
+	fd = open(p_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	check(fd >= 0, p_file);
+	check(write(fd, "hello\n", 6) == 6, "write");
+	close(fd);
+	recfd = open(p_rec, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	check(recfd >= 0, p_rec);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	check(lfd >= 0, "socket");
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	check(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) == 0, "bind 127.0.0.1");
+	check(listen(lfd, 64) == 0, "listen");
+	check(getsockname(lfd, (struct sockaddr *)&addr, &len) == 0, "getsockname");
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+	{
+		printf("op %s %.0f\n", ops[i].name, measure(ops[i].fn, batches, iters / ops[i].div));
+		fflush(stdout);
+		if (flip && rename(p_other, p_file) != 0) /* an odd number of renames */
+			die("rename back");
+		flip = 0;
+	}
+	close(recfd);
+	close(lfd);
+	return 0;
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench/micro.sh - bench/micro (ns per call) bare and under bbx-run, alternating, ROUNDS
+# invocations each; per op the median over rounds of each invocation's median batch,
+# the ratio and the shim's cost per call.  The sys: rows are the floor (syscall(2),
+# unseen by the shim) measured bare.  Then posix_spawn of /bin/true, us per start.
+# Usage: bench/micro.sh [ROUNDS]   (BENCH_MICRO_ARGS: default "-b 9 -n 20000";
+#                                    BENCH_SPAWN_N: default 2000)
+. "$(dirname "$0")/lib.sh"
+ROUNDS=${1:-$ROUNDS}
+M="$B/bench/micro"
+[ -x "$M" ] || make -C "$B" bench/micro >/dev/null || { echo "micro: cannot build $M" >&2; exit 1; }
+ARGS=${BENCH_MICRO_ARGS:--b 9 -n 20000}
+SN=${BENCH_SPAWN_N:-2000}
+mkdir -p "$W/d"
+for r in $(seq "$ROUNDS"); do
+	# shellcheck disable=SC2086
+	"$M" $ARGS "$W/d" >>"$W/m.bare"
+	rm -rf "$J"
+	# shellcheck disable=SC2086
+	$BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.bbx"
+	echo $(($(stat -c %s "$J/journal") / 1024)) >>"$W/jk"
+	rm -rf "$J"
+	"$M" -s "$SN" >>"$W/s.bare"
+	$BBX_RUN --journal "$J" -- "$M" -s "$SN" >>"$W/s.bbx"
+	rm -rf "$J"
+done
+echo "micro: $M $ARGS DIR, $ROUNDS rounds alternating bare/bbx; ns per call (median)"
+printf '%-32s %9s %9s %7s %10s\n' op bare_ns bbx_ns ratio shim_ns
+awk '$1 == "op" {print $2}' "$W/m.bare" | awk '!s[$0]++' | while read -r op; do
+	awk -v o="$op" '$1 == "op" && $2 == o {print $3}' "$W/m.bare" >"$W/a"
+	case $op in
+	sys:*) printf '%-32s %9.0f %9s %7s %10s\n' "$op" "$(med "$W/a")" - - - ;;
+	*)
+		awk -v o="$op" '$1 == "op" && $2 == o {print $3}' "$W/m.bbx" >"$W/b"
+		printf '%-32s %9.0f %9.0f %7.2f %10.0f\n' "$op" "$(med "$W/a")" "$(med "$W/b")" \
+			"$(div "$(med "$W/b")" "$(med "$W/a")")" "$(echo "$(med "$W/b") - $(med "$W/a")" | bc)" ;;
+	esac
+done
+echo "journal of one micro run under bbx: $(med "$W/jk") KiB (median)"
+awk '{print $2}' "$W/s.bare" >"$W/a"
+awk '{print $2}' "$W/s.bbx" >"$W/b"
+printf 'posix_spawn+wait of /bin/true (%s per run): bare %.0f us, bbx %.0f us per start (%s / %s); shim start-up +%.0f us per process\n' \
+	"$SN" "$(med "$W/a")" "$(med "$W/b")" "$(mm "$W/a")" "$(mm "$W/b")" "$(echo "$(med "$W/b") - $(med "$W/a")" | bc)"
+echo "  ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
