@@ -214,7 +214,7 @@ tn() {
 	rc=$?
 	[ $rc -ne 0 ] && { diag_file "$o.out"; diag_file "$o.err"; }
 	ok $rc "$name: $label: refused, explained"
-	bbx-log "$J" >"$o.log" 2>&1
+	bbx-log --records "$J" >"$o.log" 2>&1
 	grep -qE "^[0-9]+ [^ ]+ [0-9]+ DENY $name( |\$)" "$o.log"
 	rc=$?
 	[ $rc -ne 0 ] && diag_file "$o.log"

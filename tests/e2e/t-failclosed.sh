@@ -40,17 +40,24 @@ before=$(rt_snap "$W" before)
 # on the full filesystem only records that fit the journal's last page can be written.
 (cd "$W" && exec env -i PATH="$PATH" HOME="$HOME" T="$T_TMP" PY="$PY" \
 	bbx-run --journal "$J" -- sh -c '
+	# python3 starts before the filesystem fills (an exec whose EXEC record cannot be
+	# written is refused too), then waits for it like the shell.
+	"$PY" -B -c "
+import os, time
+n = 0
+while not os.path.exists(os.environ[\"T\"] + \"/filled\") and n < 400:
+    time.sleep(0.05); n += 1
+try:
+    open(\"big\", \"w\")
+    print(\"py-opened\", flush=True)
+except OSError as e:
+    print(\"py-errno=%d\" % e.errno, flush=True)" &
 	: > "$T/ready"
 	n=0
 	while [ ! -e "$T/filled" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n + 1)); done
 	echo truncated > big
 	echo "sh-status=$?"
-	"$PY" -B -c "
-try:
-    open(\"big\", \"w\")
-    print(\"py-opened\")
-except OSError as e:
-    print(\"py-errno=%d\" % e.errno)"
+	wait
 	truncate -s 0 big
 	echo "truncate-status=$?"
 	exit 0') >"$T_TMP/run.out" 2>"$T_TMP/run.err" &
