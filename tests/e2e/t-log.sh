@@ -140,10 +140,10 @@ bbx-log --stats "$J" | grep -qE "^ +1  link \(6 bytes\)\$"
 ok $? "--stats (text): '1  link (6 bytes)'"
 
 # ---- filters
-CP=$(grep '"exe":"/usr/bin/cp"' "$T_TMP/j.json" | sed 's/.*"pid":\([0-9]*\),.*/\1/')
+CP=$(grep '"exe":"/usr/bin/cp"' "$T_TMP/j.json" | sed 's/.*"pid":\([0-9]*\),.*/\1/' | sort -u | head -1)
 bbx-log --json --pid "$CP" "$J" >"$T_TMP/f.json"
 check "--pid: only that process's events, all of them" \
-	"len(ev) == $(grep -c "\"pid\":$CP," "$T_TMP/j.json") and all(e['pid'] == $CP for e in ev) and len(ev) >= 2" "$T_TMP/f.json"
+	"len(ev) == $(grep -cE "\"(exit_)?pid\":$CP," "$T_TMP/j.json") and all(e['pid'] == $CP or e.get('exit_pid') == $CP for e in ev) and len(ev) >= 2" "$T_TMP/f.json"
 bbx-log --json --op RENAME --op unlinkat "$J" >"$T_TMP/f.json"
 check "--op: record type or call name, repeatable" \
 	'len(ev) >= 3 and all(e["type"] == "RENAME" or e["op"] == "unlinkat" for e in ev)' "$T_TMP/f.json"

@@ -55,11 +55,11 @@ ok $? "no policy anywhere: the built-in default compiles"
 grep -q '^; effective policy: built-in$' "$T/builtin.out" &&
 	grep -q "^deny_read = $T/home/.ssh " "$T/builtin.out" &&
 	grep -q "^write = $T/ws " "$T/builtin.out" &&
-	! grep -q "^protect = " "$T/builtin.out" &&
+	grep -q "^protect = $T/ws/.git/hooks .*(absent: not enforced this run)" "$T/builtin.out" &&
 	grep -q '^allow = 127.0.0.0/8 ' "$T/builtin.out" &&
 	grep -q '^deny = unix:/run/docker.sock ' "$T/builtin.out" &&
 	! grep -q '^allow = \*' "$T/builtin.out"
-ok $? "built-in default: workspace writable, ~/.ssh unreadable, nothing protected (git init works), loopback only"
+ok $? "built-in default: workspace writable, ~/.ssh unreadable, .git/hooks protected once it exists, loopback only"
 bbx-policy check "$BBX_SRCDIR/policy.ini" | sed -e 's/^; effective policy: .*//' \
 	-e 's/; policy\.ini:\([0-9]*\) /; built-in:\1 /' >"$T/top.out"
 sed -e 's/^; effective policy: .*//' "$T/builtin.out" | cmp -s - "$T/top.out"
