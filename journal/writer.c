@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
@@ -195,13 +196,14 @@ int bbx_writer_append_chained(struct bbx_writer *w, struct bbx_state *st, void *
 	size_t done;
 	int rc = writer_write(w, rec, len, &done);
 	if (rc == -EIO && done > 0 && done < len) {
-		/* A short write: the filesystem filled up in the middle of the record.  We
-		 * hold the lock, so nothing follows the torn bytes: take them back, keep the
-		 * journal clean, and report the cause (invariant 2 refuses the call with it). */
+		/* A short write.  When the filesystem is full (the usual cause), we hold the
+		 * lock, so nothing follows the torn bytes: take them back, keep the journal
+		 * clean, and refuse the call with the real cause (invariant 2). */
 		int fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
 		struct stat sb;
-		if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size >= done &&
-		    ftruncate(fd, sb.st_size - (off_t)done) == 0) {
+		struct statvfs vs;
+		if (fstatvfs(fd, &vs) == 0 && vs.f_bavail == 0 && fstat(fd, &sb) == 0 &&
+		    (uint64_t)sb.st_size >= done && ftruncate(fd, sb.st_size - (off_t)done) == 0) {
 			done = 0;
 			rc = -ENOSPC;
 		}
