@@ -767,9 +767,17 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
-	POLICY(op, fd >= 0 ? NULL : path, fd, !(mask & BBX_META_NOFOLLOW));
 	struct stat sb;
 	int rc;
+	/* An object this run created: undo removes it whatever its metadata, so a chmod,
+	 * chown, utimes or xattr change of it costs nothing more (tar sets all three on
+	 * every file it makes).  Its creation was decided by the policy, and its final
+	 * state is in its FINAL record when the run is sealed. */
+	if ((fd >= 0 ? k_fstat(fd, &sb)
+		     : (mask & BBX_META_NOFOLLOW) ? k_lstat(path, &sb) : k_stat(path, &sb)) == 0 &&
+	    level_of(run, &sb) == BBX_LVL_CREATED)
+		return 0;
+	POLICY(op, fd >= 0 ? NULL : path, fd, !(mask & BBX_META_NOFOLLOW));
 	if (fd >= 0) {
 		if (k_fstat(fd, &sb) < 0)
 			return 0;

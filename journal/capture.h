@@ -141,6 +141,11 @@ void bbx_copy_xattrs(int from, int to);
  * renamed or removed later in the run, and a magic link would mean something else to
  * bbx-undo.  The last component is kept as given.  Returns 0 or -errno. */
 int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap);
+/* Set by bbx_path_abs to its output buffer when the directory part of the result is the
+ * kernel's own name for that directory (a single name relative to the cwd or a dirfd:
+ * no symlink or ".." left in it), so deciding on it needs no second resolution (the
+ * shim's policy); NULL otherwise.  Thread-local; valid until the next call. */
+extern __thread const char *bbx_path_parent_real __attribute__((tls_model("initial-exec")));
 /* Path of an open descriptor via /proc/self/fd.  Returns 0 or -errno. */
 int bbx_path_fd(int fd, char *out, size_t cap);
 

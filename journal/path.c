@@ -60,10 +60,13 @@ static int canon_parent(char *out, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+__thread const char *bbx_path_parent_real __attribute__((tls_model("initial-exec")));
+
 int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 {
 	size_t len = 0;
 	int dotdot = 0;
+	bbx_path_parent_real = NULL;
 	if (!path)
 		return -EFAULT;
 	if (path[0] != '/') {
@@ -104,5 +107,9 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 	/* The common case costs nothing more; the rest is resolved by the kernel. */
 	if (dotdot || !strncmp(out, "/proc/", 6) || !strncmp(out, "/dev/fd/", 8))
 		return canon_parent(out, cap);
+	/* A single name relative to the cwd or a directory descriptor: its directory part
+	 * is the kernel's own name for that directory (getcwd, /proc/self/fd). */
+	if (path[0] != '/' && !strchr(path, '/'))
+		bbx_path_parent_real = out;
 	return 0;
 }

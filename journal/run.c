@@ -243,6 +243,22 @@ __thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial
 int bbx_run_proc_pending;
 void (*bbx_run_prologue)(struct bbx_run *run);
 
+/* The header's pid, ppid and uid are asked of the kernel once per process, not three
+ * system calls per record.  The shim's fork handler forgets them (bbx_run_ids_reset);
+ * bbx_run_fresh_ids makes a record ask again without remembering the answer: exec
+ * records, which a vfork child - sharing this memory, the cache included - writes.
+ * ppid is therefore the parent the process started under (not a later reaper), and uid
+ * the one it had at its first record. */
+static int32_t ids_pid, ids_ppid;
+static uint32_t ids_uid;
+static int ids_ok;
+__thread int bbx_run_fresh_ids __attribute__((tls_model("initial-exec")));
+
+void bbx_run_ids_reset(void)
+{
+	__atomic_store_n(&ids_ok, 0, __ATOMIC_RELEASE);
+}
+
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 {
 	if (__builtin_expect(__atomic_load_n(&bbx_run_proc_pending, __ATOMIC_RELAXED), 0) &&
@@ -255,10 +271,18 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 		.seq = seq,
 		.realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec,
 		.mono_ns = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec,
-		.pid = getpid(),
-		.ppid = getppid(),
-		.uid = getuid(),
 	};
+	if (__builtin_expect(bbx_run_fresh_ids || !__atomic_load_n(&ids_ok, __ATOMIC_ACQUIRE), 0)) {
+		h.pid = getpid();
+		h.ppid = getppid();
+		h.uid = getuid();
+		if (!bbx_run_fresh_ids) {
+			ids_pid = h.pid, ids_ppid = h.ppid, ids_uid = h.uid;
+			__atomic_store_n(&ids_ok, 1, __ATOMIC_RELEASE);
+		}
+	} else {
+		h.pid = ids_pid, h.ppid = ids_ppid, h.uid = ids_uid;
+	}
 	long len = bbx_enc_finish(e, &h);
 	if (len < 0)
 		return (int)len;

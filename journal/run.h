@@ -54,6 +54,11 @@ extern __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec
 /* The hash chain's position right after this thread's last append (bbx_run_emit). */
 extern __thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial-exec")));
 
+/* Header ids (run.c): asked once per process; reset in a fork child; fresh (asked, not
+ * remembered) while bbx_run_fresh_ids is set, for records a vfork child may write. */
+void bbx_run_ids_reset(void);
+extern __thread int bbx_run_fresh_ids __attribute__((tls_model("initial-exec")));
+
 /* A prologue for a process's first record (the shim's PROC, procrec.c): when
  * bbx_run_proc_pending is set, bbx_run_emit() clears it and calls bbx_run_prologue
  * before appending.  The prologue must not use the thread scratch's record buffer (the

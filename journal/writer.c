@@ -86,6 +86,15 @@ static int writer_write(struct bbx_writer *w, const void *rec, size_t len, size_
 	do
 		n = bbx_sys.write(fd, rec, len);
 	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EBADF) {
+		int rc = writer_reopen(w);
+		if (rc)
+			return rc;
+		fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+		do
+			n = bbx_sys.write(fd, rec, len);
+		while (n < 0 && errno == EINTR);
+	}
 	if (n < 0)
 		return -errno;
 	*done = (size_t)n;

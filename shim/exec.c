@@ -223,15 +223,23 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 static long record_exec(const char *op, const char *exe, char *const argv[],
 			char *const envp[])
 {
+	/* Possibly in a vfork child: the header's ids are asked afresh, not taken from
+	 * (nor left in) the parent's cache; reset before the exec, which never returns. */
+	bbx_run_fresh_ids = 1;
 	int prc = exec_policy(op, exe, argv);
-	if (prc)
+	if (prc) {
+		bbx_run_fresh_ids = 0;
 		return prc;
-	if (bbx_usable())
+	}
+	if (bbx_usable()) {
+		bbx_run_fresh_ids = 0;
 		return bbx_usable();
+	}
 	/* If this is the process's first record, the EXEC names it: no PROC needed. */
 	__atomic_store_n(&bbx_run_proc_pending, 0, __ATOMIC_RELEASE);
 	uint64_t seq;
 	int rc = bbx_cap_exec_env(&bbx_run, op, exe, argv, envp, &seq);
+	bbx_run_fresh_ids = 0;
 	return rc ? rc : (long)seq;
 }
 
@@ -239,7 +247,9 @@ static void record_failure(const char *op, long seq, int err)
 {
 	int saved;
 	if (seq > 0 && bbx_enter(&saved)) {
+		bbx_run_fresh_ids = 1; /* maybe a vfork child */
 		bbx_cap_result(&bbx_run, op, (uint64_t)seq, -1, err);
+		bbx_run_fresh_ids = 0;
 		bbx_leave(err);
 	}
 }

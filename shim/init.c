@@ -184,6 +184,7 @@ static void atfork_child(void)
 	else if (__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) == 0)
 		bbx_run_proc_pending = 1; /* a new process: its PROC before its first record */
 	bbx_scratch_atfork_child();
+	bbx_run_ids_reset();
 }
 
 void bbx_init(void)

@@ -394,7 +394,11 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 		return 0;
 	struct bbx_scratch *s = bbx_scratch();
 	char *res = s->lnk;
-	if (path) {
+	if (path && !follow && path == bbx_path_parent_real && strlen(path) < PATH_MAX) {
+		/* Its directory is already the kernel's name (bbx_path_abs): nothing to
+		 * resolve, and the call acts on the name itself. */
+		strcpy(res, path);
+	} else if (path) {
 		int hold = bbx_pol_hold && bbx_pol_fd < 0;
 		int rc = resolve_target(path, follow, res, s->tmp, hold ? &bbx_pol_fd : NULL,
 					s->pol);

@@ -24,12 +24,13 @@ URLPW=s3cretUrlPass
 TOK=tok_8f3a9c2e7d1b6045
 AWS=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz99SECRET
 printf 'old\n' >"$W/old.txt"
+printf 'pre\n' >"$W/pre.txt"
 
 # The whole script is one argv element of bbx-run's command: it, too, must come out
 # of the journal redacted.
 SCRIPT='
 echo a > f1
-chmod 600 f1
+chmod 600 pre.txt
 rm old.txt
 ( echo sub > f2 )
 sh -c "echo nested > f3; exit 3"
@@ -106,8 +107,10 @@ check "env -i child: EXEC of /bin/sh with an empty environment" \
 check "bbx-run's EXIT for its command: the script shell's pid, status 7<<8" \
 	'[r for r in recs if r["type"] == "EXIT" and r["op"] == "bbx-run" and r["status"] == 7 << 8 and any(p["type"] == "PROC" and p["hpid"] == r["pid"] and p["argv"][:2] == ["sh", "-c"] for p in recs)]'
 # ---- result: success RESULTs name their record and return value
+# (chmod of a file that existed before the run: a file the run created has no META,
+# undo removes it whatever its mode.)
 check "RESULT of the successful chmod: ret 0, err 0, REF = its META" \
-	'[r for r in recs if r["type"] == "RESULT" and r["op"] == "fchmodat" or r["type"] == "RESULT" and r["op"] == "chmod" if r["ret"] == 0 and r["err"] == 0 and any(m["seq"] == r["ref"] and m["type"] == "META" and m["path"].endswith("/f1") for m in recs)]'
+	'[r for r in recs if r["type"] == "RESULT" and r["op"] == "fchmodat" or r["type"] == "RESULT" and r["op"] == "chmod" if r["ret"] == 0 and r["err"] == 0 and any(m["seq"] == r["ref"] and m["type"] == "META" and m["path"].endswith("/pre.txt") for m in recs)]'
 check "RESULT of the successful unlink: ret 0, REF = its PRESERVE" \
 	'[r for r in recs if r["type"] == "RESULT" and r["ret"] == 0 and r["err"] == 0 and any(m["seq"] == r["ref"] and m["type"] == "PRESERVE" and m["path"].endswith("/old.txt") for m in recs)]'
 # ---- redaction: markers where the secrets were, and the secrets nowhere
