@@ -17,6 +17,7 @@
  */
 #include "shim.h"
 #include "policy/policy.h"
+#include "journal/redact.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,21 @@ static void pol_load(void)
 		}
 	}
 	pol = p;
+	if (p) {
+		bbx_results_all = p->results_all != 0; /* [journal] results */
+		/* [redact]: the policy's patterns beside the built-in ones. */
+		const char *env[64], *argv[64];
+		size_t ne = 0, na = 0;
+		const struct bbx_pol_rule *r = bbx_pol_rules(p);
+		for (uint32_t i = 0; i < p->n_rules; i++) {
+			if (r[i].section == BBX_PS_REDACT_ENV && ne < 64)
+				env[ne++] = bbx_pol_str(p, r[i].value);
+			else if (r[i].section == BBX_PS_REDACT_ARGV && na < 64)
+				argv[na++] = bbx_pol_str(p, r[i].value);
+		}
+		if (ne || na || p->redact_fingerprint)
+			(void)bbx_redact_configure(env, ne, argv, na, p->redact_fingerprint != 0);
+	}
 	__atomic_store_n(&bbx_pol_reads, p && p->n_deny_read ? 1 : 0, __ATOMIC_RELEASE);
 }
 
@@ -217,6 +233,24 @@ static void join_argv(char *const argv[], char *out, size_t cap)
 	out[n < cap ? n : cap - 1] = 0;
 }
 
+/* argv redacted (journal/redact.h) into out, strings back to back; the bytes used (only
+ * whole strings: an argv too long for out is cut between elements). */
+static size_t redacted_argv(char *const argv[], char *out, size_t cap)
+{
+	memset(out, 0, cap);
+	size_t need = bbx_redact_argv(argv, out, cap);
+	if (need <= cap)
+		return need;
+	size_t n = 0;
+	while (n < cap && out[n]) {
+		size_t l = strnlen(out + n, cap - n);
+		if (n + l >= cap)
+			break;
+		n += l + 1;
+	}
+	return n;
+}
+
 int bbx_pol_report(const char *op, int access, const char *path, const char *path2,
 		   const char *addr, const char *host, char *const argv[],
 		   const struct bbx_pol_verdict *v)
@@ -241,14 +275,7 @@ int bbx_pol_report(const char *op, int access, const char *path, const char *pat
 			bbx_enc_str(&e, BBX_T_HOST, host);
 		if (argv) {
 			char av[4096];
-			size_t n = 0;
-			for (size_t i = 0; argv[i]; i++) {
-				size_t l = strlen(argv[i]) + 1;
-				if (n + l > sizeof av)
-					break;
-				memcpy(av + n, argv[i], l);
-				n += l;
-			}
+			size_t n = redacted_argv(argv, av, sizeof av); /* secrets never written */
 			bbx_enc_bytes(&e, BBX_T_ARGV, av, n);
 		}
 		bbx_enc_u32(&e, BBX_T_DECISION, (uint32_t)v->decision);
@@ -277,7 +304,14 @@ int bbx_pol_report(const char *op, int access, const char *path, const char *pat
 	char cmd[512];
 	const char *target = path ? path : addr ? addr : host;
 	if (!target && argv) {
-		join_argv(argv, cmd, sizeof cmd);
+		/* redacted, then joined: no secret on stderr either */
+		char av[4096];
+		size_t n = redacted_argv(argv, av, sizeof av), k = 0;
+		char *red[64];
+		for (size_t i = 0; i < n && k < 63; i += strlen(av + i) + 1)
+			red[k++] = av + i;
+		red[k] = NULL;
+		join_argv(red, cmd, sizeof cmd);
 		target = cmd;
 	}
 	explain(p, access, target ? target : op, v);
