@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 60
+plan 61
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -145,6 +145,13 @@ run "$ENFORCE" touch "$W/allowed-marker"
 [ $? -eq 0 ] && [ -e "$W/allowed-marker" ]; ok $? "a command no rule denies: runs"
 run "$ENFORCE" sh -c 'git push --dry-run 2>/dev/null; true'
 bbx-log --json "$J" 2>/dev/null | grep -q '"git push'; ok $? "log rule: git push recorded"
+
+# A refused command line with secrets in it: neither its DENY record nor the explanation
+# on stderr carries them (redaction before anything is written).
+PW="pw-$RANDOM$RANDOM"
+run "$ENFORCE" sh -c "touch $W/forbidden-marker --password=$PW ghp_Zq8wN3vK5tY7uB1cD4eF6gH9jK2mL0pQ4rS6"
+! grep -rqa -e "$PW" -e ghp_Zq8wN3vK5tY7uB1cD4eF6gH9jK2mL0pQ4rS6 "$J" "$T_TMP/o" && said "REDACTED"
+ok $? "a refused command's secrets reach neither the journal nor stderr"
 
 # ---- programs the shim cannot enter --------------------------------------------------------
 run "$ENFORCE" sh -c "$STATIC $W/static-out"
