@@ -149,7 +149,7 @@ bbx-log --json "$J" 2>/dev/null | grep -q '"git push'; ok $? "log rule: git push
 # A refused command line with secrets in it: neither its DENY record nor the explanation
 # on stderr carries them (redaction before anything is written).
 PW="pw-$RANDOM$RANDOM"
-run "$ENFORCE" sh -c "touch $W/forbidden-marker --password=$PW ghp_Zq8wN3vK5tY7uB1cD4eF6gH9jK2mL0pQ4rS6"
+run "$ENFORCE" sh -c "touch --password=$PW ghp_Zq8wN3vK5tY7uB1cD4eF6gH9jK2mL0pQ4rS6 $W/forbidden-marker"
 ! grep -rqa -e "$PW" -e ghp_Zq8wN3vK5tY7uB1cD4eF6gH9jK2mL0pQ4rS6 "$J" "$T_TMP/o" && said "REDACTED"
 ok $? "a refused command's secrets reach neither the journal nor stderr"
 
