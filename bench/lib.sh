@@ -32,6 +32,9 @@ W=$(mktemp -d "${BENCH_TMPDIR:-$B}/bbx-bench.XXXXXX")
 trap 'chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
 export BBX_STATE_DIR="$W/state"
 WD="$W/wd"	# the timed command runs here
+# bbx-run's default policy makes ${WORKSPACE} (the directory the run starts in, unless
+# BBX_WORKSPACE says otherwise) writable: the bench's scratch directory is the workspace.
+export BBX_WORKSPACE="$W"
 J="$W/j"	# the bbx journal of the current run
 IW="$W/iw"	# the installwatch root (log and BACKUP/) of the current run
 
