@@ -11,7 +11,9 @@
 SIZES=${BENCH_SCALE_SIZES:-1000 10000 100000}
 SR=${BENCH_SCALE_ROUNDS:-1}
 MB=${BENCH_TRUNC_MB:-1024}
-listing() { (cd "$1" && find . -printf '%p %y %s %m\n' | sort); }
+# What undo must restore: names, types, modes, file sizes (a directory's own st_size is
+# ext4's block count for its entries, which grows with history and never shrinks).
+listing() { (cd "$1" && find . \( -type f -printf '%p %y %s %m\n' \) -o \( ! -type f -printf '%p %y %m\n' \) | sort); }
 printf '%-9s %9s %9s %7s %11s %12s %9s %13s\n' files bare_rm_s bbx_rm_s ratio journal_KiB objects_KiB undo_s undo_files/s
 for n in $SIZES; do
 	rm -rf "$W/tpl"
