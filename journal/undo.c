@@ -85,14 +85,15 @@ int bbx_undo_plan(struct bbx_reader *r, struct bbx_undo_step **steps, size_t *n)
 		if (rec.type == BBX_REC_RESULT && rec.has_ref)
 			res[nres++] = (struct result_ref){rec.ref, rec.ret, rec.ino, rec.has_ino};
 	}
-	qsort(res, nres, sizeof *res, cmp_ref);
+	if (nres)
+		qsort(res, nres, sizeof *res, cmp_ref);
 	size_t k = 0;
 	for (size_t i = count; i-- > 0;) {
 		bbx_rec_decode(r->map + offs[i], r->size - offs[i], &rec);
 		struct bbx_undo_step s = {.off = offs[i], .action = action_of(&rec)};
 		if (s.action != BBX_UNDO_SKIP) {
 			struct result_ref key = {.ref = rec.h.seq};
-			struct result_ref *f = bsearch(&key, res, nres, sizeof *res, cmp_ref);
+			struct result_ref *f = nres ? bsearch(&key, res, nres, sizeof *res, cmp_ref) : NULL;
 			if (f) {
 				s.has_result = 1;
 				s.ret = f->ret;

@@ -149,7 +149,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 static bool failed(uint64_t seq)
 {
-	return bsearch(&seq, FAIL.seqs, FAIL.n, sizeof seq, cmp_u64) != NULL;
+	return FAIL.n && bsearch(&seq, FAIL.seqs, FAIL.n, sizeof seq, cmp_u64) != NULL;
 }
 
 static void walk(const struct bbx_rec *r)
@@ -643,7 +643,8 @@ int main(int argc, char **argv)
 			}
 			FAIL.seqs[FAIL.n++] = r.ref;
 		}
-	qsort(FAIL.seqs, FAIL.n, sizeof *FAIL.seqs, cmp_u64);
+	if (FAIL.n) /* qsort(NULL, 0, ...) is undefined */
+		qsort(FAIL.seqs, FAIL.n, sizeof *FAIL.seqs, cmp_u64);
 	rd.off = 0;
 	int st;
 	while ((st = bbx_reader_next(&rd, &r, NULL)) == BBX_READ_OK)
@@ -701,7 +702,8 @@ int main(int argc, char **argv)
 		    lstat(O[o].path, &s) == 0)
 			add('A', O[o].path, NULL, NULL);
 	}
-	qsort(CH, nCH, sizeof *CH, by_path);
+	if (nCH)
+		qsort(CH, nCH, sizeof *CH, by_path);
 
 	int ret = 0;
 	long adds = 0, dels = 0;

@@ -141,7 +141,8 @@ static int by_count(const void *a, const void *b)
 static void counter_print(FILE *o, const char *title, struct counter *c, size_t top, bool json)
 {
 	sort_ctx = c;
-	qsort(c->keys, c->n, sizeof *c->keys, by_count);
+	if (c->n) /* qsort(NULL, 0, ...) is undefined */
+		qsort(c->keys, c->n, sizeof *c->keys, by_count);
 	size_t n = top && top < c->n ? top : c->n;
 	if (json) {
 		fprintf(o, ",\"%s\":%s", title, top ? "[" : "{");

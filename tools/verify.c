@@ -264,7 +264,8 @@ static void check_seqs(struct vctx *c)
 	for (size_t i = 0; i < c->ns; i++)
 		if (c->s[i].kind == S_OK || c->s[i].kind == S_BADREC)
 			v[n++] = c->s[i].seq;
-	qsort(v, n, sizeof *v, cmp_u64);
+	if (n)
+		qsort(v, n, sizeof *v, cmp_u64);
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0 && v[i] == v[i - 1]) {
 			if (i > 1 && v[i - 1] == v[i - 2])
