@@ -702,6 +702,7 @@ int main(int argc, char **argv)
 		    lstat(O[o].path, &s) == 0)
 			add('A', O[o].path, NULL, NULL);
 	}
+	free(where);
 	if (nCH)
 		qsort(CH, nCH, sizeof *CH, by_path);
 

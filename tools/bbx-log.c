@@ -319,9 +319,15 @@ static void attribute(size_t i)
  * new events; *torn is set when the log ends in an incomplete record. */
 static size_t load(const char *path, size_t *off, bool *torn)
 {
+	/* Kept for the life of the program (the events point into its mapping); listed so
+	 * that it stays reachable. */
+	static struct bbx_reader *volatile kept[64]; /* volatile: stores never optimised out */
+	static size_t nkept;
 	struct bbx_reader *rd = malloc(sizeof *rd);
 	if (!rd)
 		err(1, "malloc");
+	if (nkept < sizeof kept / sizeof kept[0])
+		kept[nkept++] = rd;
 	int rc = bbx_reader_open(rd, path);
 	if (rc)
 		errx(1, "%s: %s", path, strerror(-rc));
