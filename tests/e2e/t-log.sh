@@ -101,8 +101,10 @@ ok $? "colour: none to a pipe or with NO_COLOR, ANSI with --color=always"
 
 # on a terminal (script(1) gives one): paged through $PAGER, coloured unless NO_COLOR
 if command -v script >/dev/null; then
-	script -qec "PAGER='sed s/^/PAGED:/' bbx-log '$J'" /dev/null >"$T_TMP/tty1" 2>&1
-	NO_COLOR=1 script -qec "PAGER='sed s/^/PAGED:/' bbx-log '$J'" /dev/null >"$T_TMP/tty2" 2>&1
+	# The pager writes what it received to a file: a terminal's output can be cut short
+	# when script(1) sees its child exit before the pty is drained (seen under load).
+	script -qec "PAGER='sed s/^/PAGED:/ >$T_TMP/tty1' bbx-log '$J'" /dev/null >/dev/null 2>&1
+	NO_COLOR=1 script -qec "PAGER='sed s/^/PAGED:/ >$T_TMP/tty2' bbx-log '$J'" /dev/null >/dev/null 2>&1
 	script -qec "bbx-log --no-pager --color=never '$J'" /dev/null >"$T_TMP/tty3" 2>&1
 	[ "$(grep -c '^PAGED:' "$T_TMP/tty1")" -eq "$N_TEXT" ] && grep -q $'\033\\[' "$T_TMP/tty1" &&
 		[ "$(grep -c '^PAGED:' "$T_TMP/tty2")" -eq "$N_TEXT" ] && ! grep -q $'\033' "$T_TMP/tty2" &&
