@@ -7,7 +7,7 @@
  * an absolute path's words are checked before the call and the identity of what the
  * call reached after it, so symlinks, "..", hard links and dirfds lead nowhere.
  *
- * Also syscall(): the numbers that mutate, exec or connect go to our own wrappers of
+ * Also syscall(): the numbers that mutate, exec, connect or read (stat, readlink, openat2) go to our own wrappers of
  * the libc functions that issue them; io_uring_setup is refused with ENOSYS (programs
  * then fall back to calls we see); every other number passes through untouched.
  */

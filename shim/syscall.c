@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
- * syscall.c - syscall(): the numbers that mutate files, start programs or connect are
- * handed to our own wrappers of the libc functions that issue them (same arguments,
+ * syscall.c - syscall(): the numbers that mutate files, start programs, connect, or
+ * read what deny_read guards (stat, statx, readlink, openat2) are handed to our own
+ * wrappers of the libc functions that issue them (same arguments,
  * same -1/errno convention), so a program that calls syscall(SYS_unlink, p) is
  * journaled and decided like one that calls unlink(p).  io_uring_setup is refused with
  * ENOSYS: io_uring submits file operations the shim would never see, and libuv and
@@ -12,6 +13,8 @@
 
 #include <stdarg.h>
 #include <sys/syscall.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define A(i) ((long)a[i])
@@ -90,8 +93,35 @@ BBX_EXPORT long syscall(long nr, ...)
 			      (const struct sockaddr *)a[4], (socklen_t)A(5));
 	case SYS_sendmsg:
 		return sendmsg((int)A(0), (const struct msghdr *)a[1], (int)A(2));
+	case SYS_sendmmsg:
+		return sendmmsg((int)A(0), (struct mmsghdr *)a[1], (unsigned)A(2), (int)A(3));
 	case SYS_bind:
 		return bind((int)A(0), (const struct sockaddr *)a[1], (socklen_t)A(2));
+	/* reads a deny_read policy decides */
+	case SYS_newfstatat:
+		return fstatat((int)A(0), P(1), (struct stat *)a[2], (int)A(3));
+	case SYS_stat: return stat(P(0), (struct stat *)a[1]);
+	case SYS_lstat: return lstat(P(0), (struct stat *)a[1]);
+	case SYS_statx:
+		return statx((int)A(0), P(1), (int)A(2), (unsigned)A(3), (struct statx *)a[4]);
+	case SYS_readlink: return readlink(P(0), (char *)a[1], (size_t)A(2));
+	case SYS_readlinkat: return readlinkat((int)A(0), P(1), (char *)a[2], (size_t)A(3));
+	case SYS_openat2: {
+		/* glibc 2.36 has no openat2(): programs reach it only here.  Without RESOLVE_*
+		 * flags it is openat; with them the shim could not honour both the flags and
+		 * its own resolution, so it answers ENOSYS, which every caller of openat2
+		 * already handles (older kernels) by falling back to openat. */
+		const struct open_how *how = (const struct open_how *)a[2];
+		if (!how || (size_t)A(3) < sizeof *how) {
+			errno = EINVAL;
+			return -1;
+		}
+		if (how->resolve) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return openat((int)A(0), P(1), (int)how->flags, (mode_t)how->mode);
+	}
 	}
 	return BBX_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

@@ -52,6 +52,7 @@
 #include <unistd.h>
 #include <utime.h>
 #include <dirent.h>
+#include <linux/openat2.h>
 
 /* The stat entry points of binaries built against glibc < 2.33 (no longer declared). */
 int __xstat(int, const char *, struct stat *);
@@ -1083,6 +1084,23 @@ static int c_syscall(int argc, char **argv)
 		r = syscall(SYS_io_uring_setup, 4, params);
 		if (r >= 0)
 			close((int)r);
+	} else if (!strcmp(argv[0], "openat2") && argc > 1) {
+		/* openat2 PATH [resolve]: O_RDONLY; with "resolve", RESOLVE_NO_SYMLINKS */
+		struct open_how how = {.flags = O_RDONLY,
+				       .resolve = argc > 2 ? RESOLVE_NO_SYMLINKS : 0};
+		r = syscall(SYS_openat2, AT_FDCWD, argv[1], &how, sizeof how);
+		if (r >= 0) {
+			char buf[256];
+			ssize_t n = read((int)r, buf, sizeof buf);
+			if (n > 0)
+				fwrite(buf, 1, (size_t)n, stdout);
+			close((int)r);
+		}
+	} else if (!strcmp(argv[0], "newfstatat") && argc > 1) {
+		struct stat sb;
+		r = syscall(SYS_newfstatat, AT_FDCWD, argv[1], &sb, 0);
+		if (r == 0)
+			printf("ino %llu\n", (unsigned long long)sb.st_ino);
 	} else if (!strcmp(argv[0], "getpid")) {
 		r = syscall(SYS_getpid);
 		if (r != getpid())
@@ -1560,7 +1578,8 @@ static const struct call {
 	{"readlinkat", c_readlinkat, 2, "DIR PATH"},
 	{"opendir", c_opendir, 1, "PATH"},
 	{"fdopendir", c_fdopendir, 1, "FD"},
-	{"syscall", c_syscall, 1, "unlink PATH | mkdir PATH MODE | rename FROM TO | io_uring_setup | getpid"},
+	{"syscall", c_syscall, 1,
+	 "unlink PATH | mkdir PATH MODE | rename FROM TO | io_uring_setup | getpid | openat2 PATH [resolve] | newfstatat PATH"},
 	{"fcntl64", c_fcntl64, 2, "FILE TEXT"},
 	{"chmod", c_chmod, 2, "PATH MODE"},
 	{"fchmod", c_fchmod, 2, "FILE MODE"},
