@@ -47,6 +47,7 @@ int bbx_writer_open(struct bbx_writer *w, const char *dir)
 	if (n < 0 || (size_t)n >= sizeof w->path)
 		return -ENAMETOOLONG;
 	w->fd = -1;
+	w->gen_ok = 0; /* never a generation (they start at 1): the first record checks */
 	int rc = writer_reopen(w);
 	if (rc != -ENOENT)
 		return rc;
@@ -76,11 +77,15 @@ static int writer_write(struct bbx_writer *w, const void *rec, size_t len, size_
 {
 	*done = 0;
 	int fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
-	if (!writer_fd_ok(w, fd)) {
-		int rc = writer_reopen(w);
-		if (rc)
-			return rc;
-		fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+	unsigned g = __atomic_load_n(&bbx_writer_fd_gen, __ATOMIC_ACQUIRE);
+	if (!(bbx_writer_gen_mode && fd >= 0 && __atomic_load_n(&w->gen_ok, __ATOMIC_RELAXED) == g)) {
+		if (!writer_fd_ok(w, fd)) {
+			int rc = writer_reopen(w);
+			if (rc)
+				return rc;
+			fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+		}
+		__atomic_store_n(&w->gen_ok, g, __ATOMIC_RELAXED);
 	}
 	ssize_t n;
 	do
@@ -107,6 +112,16 @@ int bbx_writer_append(struct bbx_writer *w, const void *rec, size_t len)
 {
 	size_t done;
 	return writer_write(w, rec, len, &done);
+}
+
+unsigned bbx_writer_fd_gen = 1;
+int bbx_writer_gen_mode;
+
+void bbx_writer_fd_touched(const struct bbx_writer *w, int lo, int hi)
+{
+	int fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+	if (fd >= lo && fd <= hi)
+		__atomic_add_fetch(&bbx_writer_fd_gen, 1, __ATOMIC_ACQ_REL);
 }
 
 void (*bbx_writer_test_hook)(void);

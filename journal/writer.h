@@ -25,7 +25,21 @@ struct bbx_writer {
 	char path[PATH_MAX];
 	int fd; /* accessed atomically */
 	uint64_t dev, ino;
+	unsigned gen_ok; /* bbx_writer_fd_gen when fd was last found to be ours */
 };
+
+/* Descriptor generation.  The identity check of the journal's descriptor (an fstat and
+ * an fcntl, two of a record's three system calls) is needed only when something may
+ * have closed or replaced it.  The shim sets bbx_writer_gen_mode and bumps
+ * bbx_writer_fd_gen in its close, dup2, dup3, close_range, closefrom and fcntl(F_SETFL)
+ * wrappers (before and after the real call) when the journal's descriptor is among
+ * those touched; while the generation is the one last verified, the check is skipped.
+ * A write that still fails with EBADF reopens the journal (a raw close(2) the shim did
+ * not see).  The tools leave gen_mode off: every record is checked. */
+extern unsigned bbx_writer_fd_gen;
+extern int bbx_writer_gen_mode;
+/* Called by the shim's wrappers: fd (or the range [lo, hi]) is about to change. */
+void bbx_writer_fd_touched(const struct bbx_writer *w, int lo, int hi);
 
 /* Opens (creating if needed) dir/journal.  Returns 0 or -errno. */
 int bbx_writer_open(struct bbx_writer *w, const char *dir);

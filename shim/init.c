@@ -202,6 +202,7 @@ void bbx_init(void)
 	bbx_guard = 1;
 	choose_run();
 	bbx_env_init();
+	bbx_writer_gen_mode = 1; /* fd.c tells the writer when to re-verify its descriptor */
 	pthread_atfork(NULL, NULL, atfork_child);
 	bbx_run_prologue = bbx_proc_prologue;
 	bbx_guard = g;

@@ -367,6 +367,13 @@ cases() {
 	t open PRESERVE "O_TRUNC of a file with two links" @W/g wronly,trunc 0644 new
 	t unlink PRESERVE "one of two hard links" @W/d/hg
 	t rename RMDIR+RENAME "a directory over an empty one" @W/d @W/e
+	# ---- descriptors: the journal's own closed or replaced by the program; a file of the
+	# program (x) put at its number must not receive records (tree restored = untouched)
+	t close SIZE:open+PRESERVE:open "the journal's descriptor, then x at its number" @W/g @W/x @W/f
+	t dup2 SIZE:open+PRESERVE:open "x over the journal's descriptor" @W/g @W/x @W/f
+	t dup3 SIZE:open+PRESERVE:open "x over the journal's descriptor" @W/g @W/x @W/f
+	t close_range SIZE:open+PRESERVE:open "3..2999 closed, then x at the journal's number" @W/g @W/x @W/f
+	t closefrom SIZE:open+PRESERVE:open "closefrom(3), then x at the journal's number" @W/g @W/x @W/f
 	# ---- syscall(): mutating numbers go through the libc wrappers (their op name)
 	t syscall PRESERVE:unlink "SYS_unlink" unlink @W/f
 	t syscall CREATE:mkdir "SYS_mkdir" mkdir @W/nd 0755

@@ -1111,6 +1111,85 @@ static int c_syscall(int argc, char **argv)
 	return rc_of(r);
 }
 
+/* ---- descriptors that may be the journal's ------------------------------------------------- */
+
+/* The shim's journal descriptor in this process, once a first mutation opened it: the
+ * descriptor whose /proc/self/fd link names $BBX_JOURNAL/journal.  -1 if none. */
+static int journal_fd(void)
+{
+	const char *j = getenv("BBX_JOURNAL");
+	char want[4096], got[4096], lnk[64];
+	if (!j)
+		return -1;
+	snprintf(want, sizeof want, "%s/journal", j);
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(lnk, sizeof lnk, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(lnk, got, sizeof got - 1);
+		if (n > 0) {
+			got[n] = 0;
+			if (!strcmp(got, want))
+				return fd;
+		}
+	}
+	return -1;
+}
+
+/* The common scenario: APPEND to G (opens the journal), find its descriptor J, do what
+ * `op` does to J, put an O_APPEND descriptor of X exactly at J's number (a program's own
+ * file where the journal was), then truncate and rewrite F.  The shim must notice that J
+ * is no longer the journal: F's PRESERVE goes to the journal, X stays as it was. */
+static int fd_scenario(char **argv, int (*op)(int j, int xfd))
+{
+	int g = raw_open(argv[0], O_WRONLY | O_APPEND);
+	if (g < 0)
+		return FAILED;
+	int fg = open(argv[0], O_WRONLY | O_APPEND); /* wrapped: the first record */
+	if (fg < 0 || write(fg, "more\n", 5) != 5)
+		return errno;
+	close(fg);
+	close(g);
+	int j = journal_fd();
+	if (j < 0) {
+		fprintf(stderr, "%s: %s: no journal descriptor found\n", prog, cur);
+		return EPROTO;
+	}
+	int x = raw_open(argv[1], O_WRONLY | O_APPEND);
+	if (x < 0)
+		return FAILED;
+	int r = op(j, x);
+	if (r)
+		return r;
+	int f = open(argv[2], O_WRONLY | O_TRUNC);
+	if (f < 0 || write(f, "new\n", 4) != 4)
+		return errno;
+	return rc_of(close(f));
+}
+static int at_j(int j, int x) { return fcntl(x, F_DUPFD, j) == j ? 0 : EPROTO; }
+static int op_close(int j, int x) { return close(j) ? errno : at_j(j, x); }
+static int op_dup2(int j, int x) { return dup2(x, j) == j ? 0 : errno; }
+static int op_dup3(int j, int x) { return dup3(x, j, O_CLOEXEC) == j ? 0 : errno; }
+static int op_close_range(int j, int x)
+{
+	int keep = fcntl(x, F_DUPFD, 3000); /* out of the range closed */
+	if (keep < 0 || close_range(3, 2999, 0))
+		return errno;
+	return at_j(j, keep);
+}
+static int op_closefrom(int j, int x)
+{
+	int keep = dup2(x, 2); /* below the range closed: stderr becomes X */
+	if (keep != 2)
+		return errno;
+	closefrom(3);
+	return at_j(j, 2);
+}
+/* close G X F / dup2 G X F / ...: see fd_scenario */
+static int c_close(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_close); }
+static int c_dup2(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_dup2); }
+static int c_dup3(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_dup3); }
+static int c_close_range(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_close_range); }
+static int c_closefrom(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_closefrom); }
+
 /* ---- metadata ---------------------------------------------------------------------------- */
 
 /* chmod PATH MODE */
@@ -1561,6 +1640,11 @@ static const struct call {
 	{"gethostbyname2", c_gethostbyname2, 1, "HOST"},
 	{"gethostbyname_r", c_gethostbyname_r, 1, "HOST"},
 	{"gethostbyname2_r", c_gethostbyname2_r, 1, "HOST"},
+	{"close", c_close, 3, "G X F"},
+	{"dup2", c_dup2, 3, "G X F"},
+	{"dup3", c_dup3, 3, "G X F"},
+	{"close_range", c_close_range, 3, "G X F"},
+	{"closefrom", c_closefrom, 3, "G X F"},
 	{"stat", c_stat, 1, "PATH"},
 	{"stat64", c_stat64, 1, "PATH"},
 	{"lstat", c_lstat, 1, "PATH"},

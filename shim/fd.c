@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * fd.c - close, dup2, dup3, close_range, closefrom: calls that can close or replace the
+ * journal's own descriptor.  They change nothing on disk and record nothing; they tell
+ * the writer (journal/writer.h, descriptor generation) that its descriptor must be
+ * verified again before the next record, which lets every other record skip that check
+ * (two of its three system calls).  A program that closes all descriptors, or dup2()s
+ * over ours, is caught here; one that does so with a raw system call is caught by the
+ * EBADF of the next write, or - if it also reopened something at that very number - is
+ * the limitation the writer's comment states.
+ */
+#include "shim.h"
+
+#include <unistd.h>
+
+/* Bumps the generation if our descriptor is in [lo, hi]. */
+static inline void touched(int lo, int hi)
+{
+	bbx_writer_fd_touched(&bbx_run.w, lo, hi);
+}
+
+BBX_EXPORT int close(int fd)
+{
+	int ours = __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
+	if (__builtin_expect(fd != ours, 1))
+		return BBX_REAL(close)(fd);
+	touched(fd, fd);
+	int r = BBX_REAL(close)(fd);
+	int e = errno;
+	touched(fd, fd);
+	errno = e;
+	return r;
+}
+
+BBX_EXPORT int dup2(int oldfd, int newfd)
+{
+	int ours = __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
+	if (__builtin_expect(newfd != ours, 1))
+		return BBX_REAL(dup2)(oldfd, newfd);
+	touched(newfd, newfd);
+	int r = BBX_REAL(dup2)(oldfd, newfd);
+	int e = errno;
+	touched(newfd, newfd);
+	errno = e;
+	return r;
+}
+
+BBX_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	int ours = __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
+	if (__builtin_expect(newfd != ours, 1))
+		return BBX_REAL(dup3)(oldfd, newfd, flags);
+	touched(newfd, newfd);
+	int r = BBX_REAL(dup3)(oldfd, newfd, flags);
+	int e = errno;
+	touched(newfd, newfd);
+	errno = e;
+	return r;
+}
+
+BBX_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
+{
+	int ilo = lo > (unsigned)INT_MAX ? INT_MAX : (int)lo;
+	int ihi = hi > (unsigned)INT_MAX ? INT_MAX : (int)hi;
+	touched(ilo, ihi);
+	int r = BBX_REAL(close_range)(lo, hi, flags);
+	int e = errno;
+	touched(ilo, ihi);
+	errno = e;
+	return r;
+}
+
+BBX_EXPORT void closefrom(int lo)
+{
+	touched(lo, INT_MAX);
+	BBX_REAL(closefrom)(lo);
+	touched(lo, INT_MAX);
+}
