@@ -18,9 +18,9 @@
 
 /* ---- patterns ----------------------------------------------------------------- */
 
-static const char *const default_env[] = {
-	"*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*KEY*", "*CREDENTIAL*", "*AUTH*",
-};
+/* Environment names whose values are secrets: the globs *TOKEN*, *SECRET*, *PASSWORD*,
+ * *PASSWD*, *KEY*, *CREDENTIAL* and *AUTH* (any case), matched by default_secret_name()
+ * in one pass; [redact] env adds more. */
 static const char *const default_argv[] = {
 	"--password=*", "--passwd=*", "--*-password=*", "--token=*", "--*-token=*",
 	"--api-key=*",  "--apikey=*", "--secret=*",     "--*-secret=*",
@@ -106,6 +106,34 @@ bool bbx_redact_glob(const char *g, const char *s)
 
 static bool has_wild(const char *g) { return strpbrk(g, "*?") != NULL; }
 
+/* Does s contain the n bytes at lit, ignoring ASCII case?  What "*LIT*" means. */
+static bool icontains(const char *s, const char *lit, size_t n)
+{
+	char f = lower(lit[0]);
+	for (; *s; s++) {
+		if (lower(*s) != f)
+			continue;
+		size_t i = 1;
+		while (i < n && s[i] && lower(s[i]) == lower(lit[i]))
+			i++;
+		if (i == n)
+			return true;
+	}
+	return false;
+}
+
+/* bbx_redact_glob, with the common name glob "*LITERAL*" (every default) answered by
+ * one substring scan instead of the backtracking match: redaction runs on every
+ * environment entry of every exec record (issue 5: spawn cost). */
+static bool name_glob(const char *g, const char *s)
+{
+	size_t gl = strlen(g);
+	if (gl >= 3 && g[0] == '*' && g[gl - 1] == '*' && !memchr(g + 1, '*', gl - 2) &&
+	    !memchr(g + 1, '?', gl - 2))
+		return icontains(s, g + 1, gl - 2);
+	return bbx_redact_glob(g, s);
+}
+
 /* ---- output ------------------------------------------------------------------- */
 
 struct out {
@@ -113,11 +141,15 @@ struct out {
 	size_t cap, len;
 };
 
+/* Appends n bytes, as many as fit (one byte is kept for the NUL); o->len counts all. */
 static void put(struct out *o, const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++, o->len++)
-		if (o->len + 1 < o->cap)
-			o->p[o->len] = s[i];
+	size_t room = o->len + 1 < o->cap ? o->cap - 1 - o->len : 0, k = n < room ? n : room;
+	if (k == 1)
+		o->p[o->len] = *s;
+	else if (k)
+		memcpy(o->p + o->len, s, k);
+	o->len += n;
 }
 
 static size_t finish(struct out *o)
@@ -152,7 +184,8 @@ static bool is_b64url(char c) { return is_alnum(c) || c == '-' || c == '_'; }
 static bool is_b64(char c) { return is_alnum(c) || c == '+' || c == '/' || c == '='; }
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-static size_t span(const char *s, bool (*cls)(char))
+/* always_inline: the class test is then inlined too (the scanner runs per byte). */
+static inline __attribute__((always_inline)) size_t span(const char *s, bool (*cls)(char))
 {
 	size_t n = 0;
 	while (s[n] && cls(s[n]))
@@ -160,9 +193,12 @@ static size_t span(const char *s, bool (*cls)(char))
 	return n;
 }
 
-static bool starts(const char *s, const char *prefix)
+static inline bool starts(const char *s, const char *prefix)
 {
-	return strncmp(s, prefix, strlen(prefix)) == 0;
+	for (; *prefix; s++, prefix++)
+		if (*s != *prefix)
+			return false;
+	return true;
 }
 
 static bool istarts(const char *s, const char *prefix)
@@ -178,7 +214,8 @@ static bool sk_class(char c) { return is_alnum(c) || c == '-' || c == '_'; }
 static bool slack_class(char c) { return is_alnum(c) || c == '-'; }
 static bool bearer_class(char c)
 {
-	return is_alnum(c) || strchr("-._~+/=", c) != NULL;
+	return is_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' ||
+	       c == '/' || c == '=';
 }
 static bool scheme_class(char c) { return is_alnum(c) || c == '+' || c == '-' || c == '.'; }
 
@@ -186,12 +223,13 @@ static bool scheme_class(char c) { return is_alnum(c) || c == '+' || c == '-' ||
  * authority.  *keep: bytes through the ':', *len: through the password. */
 static bool url_at(const char *s, size_t *keep, size_t *len)
 {
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
+		return false;
 	size_t n = span(s, scheme_class);
-	if (!n || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')) ||
-	    !starts(s + n, "://"))
+	if (!starts(s + n, "://"))
 		return false;
 	const char *a = s + n + 3, *at = NULL;
-	for (const char *p = a; *p && !strchr("/?#", *p) && !is_space(*p); p++)
+	for (const char *p = a; *p && *p != '/' && *p != '?' && *p != '#' && !is_space(*p); p++)
 		if (*p == '@')
 			at = p;
 	if (!at)
@@ -238,6 +276,8 @@ static bool shape_at(const char *s, char prev, bool *aws_seen, size_t *keep, siz
 		return true;
 	if (is_alnum(prev))
 		return false; /* token prefixes start a word: "task-..." is no "sk-" key */
+	if (!*aws_seen && !is_alnum(s[0]))
+		return false; /* every shape below starts with a letter or a digit */
 	size_t n;
 	if ((starts(s, "AKIA") || starts(s, "ASIA")) && (n = span(s + 4, is_upnum)) == 16) {
 		*aws_seen = true;
@@ -298,7 +338,28 @@ static bool shape_at(const char *s, char prev, bool *aws_seen, size_t *keep, siz
 static bool secret_name(const char *name);
 static const char *argv_glob(const char *s, bool want_flag);
 
-static bool word_end(char c) { return !c || is_space(c) || strchr(";&|()<>`'\"", c); }
+static bool word_end(char c)
+{
+	switch (c) {
+	case 0: case ' ': case '\t': case '\n': case '\r': case ';': case '&': case '|':
+	case '(': case ')': case '<': case '>': case '`': case '\'': case '"':
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Can a shell word start after prev? */
+static bool word_sep(char c)
+{
+	switch (c) {
+	case 0: case ' ': case '\t': case '\n': case '\r': case ';': case '&': case '|':
+	case '(': case '`':
+		return true;
+	default:
+		return false;
+	}
+}
 static bool ident(char c) { return is_alnum(c) || c == '_'; }
 
 /* Shell text (sh -c "...", a NOTE): at the start of a word, NAME=VALUE with a secret
@@ -363,7 +424,7 @@ static void text(struct out *o, const char *s)
 	size_t i = 0;
 	while (s[i]) {
 		size_t keep, len;
-		bool at_word = (!prev || is_space(prev) || strchr(";&|(`", prev)) && !is_space(s[i]);
+		bool at_word = word_sep(prev) && !is_space(s[i]);
 		if ((at_word && word_at(s + i, &next_secret, &keep, &len)) ||
 		    shape_at(s + i, prev, &aws, &keep, &len)) {
 			put(o, s + i, keep);
@@ -372,9 +433,15 @@ static void text(struct out *o, const char *s)
 			prev = s[i - 1];
 			continue;
 		}
-		prev = s[i];
-		put(o, s + i, 1);
-		i++;
+		/* After a letter or digit, a following run of them can start neither a word nor
+		 * a shape (shapes start a word; a PEM block starts with '-'): copied at once. */
+		size_t r = i + 1;
+		if (is_alnum(s[i]))
+			while (is_alnum(s[r]))
+				r++;
+		put(o, s + i, r - i);
+		prev = s[r - 1];
+		i = r;
 	}
 }
 
@@ -387,13 +454,29 @@ size_t bbx_redact_text(const char *s, char *out, size_t cap)
 
 /* ---- environment -------------------------------------------------------------- */
 
+/* The default environment globs in one pass: does name contain one of their words,
+ * ignoring case? */
+static bool default_secret_name(const char *name)
+{
+	for (const char *s = name; *s; s++) {
+		switch (lower(*s)) {
+		case 't': if (istarts(s, "token")) return true; break;
+		case 's': if (istarts(s, "secret")) return true; break;
+		case 'p': if (istarts(s, "password") || istarts(s, "passwd")) return true; break;
+		case 'k': if (istarts(s, "key")) return true; break;
+		case 'c': if (istarts(s, "credential")) return true; break;
+		case 'a': if (istarts(s, "auth")) return true; break;
+		}
+	}
+	return false;
+}
+
 static bool secret_name(const char *name)
 {
-	for (size_t i = 0; i < sizeof default_env / sizeof *default_env; i++)
-		if (bbx_redact_glob(default_env[i], name))
-			return true;
+	if (default_secret_name(name))
+		return true;
 	for (size_t i = 0; i < n_extra_env; i++)
-		if (bbx_redact_glob(extra_env[i], name))
+		if (name_glob(extra_env[i], name))
 			return true;
 	return false;
 }

@@ -77,6 +77,15 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 int bbx_run_object_name(uint64_t seq, char *out, size_t cap);
 int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size_t cap);
 
+/* The run's system-call mark: a value the shim puts in an argument register that
+ * truncate(2), open(2) and openat(2) do not use, on the calls bbx-run's seccomp filter
+ * refuses from code that is not the shim (a truncation by path, a read-only open with
+ * O_TRUNC: the kernel's Landlock layer leaves truncation to this filter, see
+ * tools/sandbox.c).  Derived from the journal directory's identity, so bbx-run and
+ * every process of the run agree on it without passing anything.  Not a secret: it
+ * makes the filter complete for cooperative code, it is no security boundary. */
+uint64_t bbx_run_mark(uint64_t jdev, uint64_t jino);
+
 /* Appends "key=value\n" to DIR/meta.  Returns 0 or -errno. */
 int bbx_run_meta_append(const char *dir, const char *key, const char *value);
 /* Reads a meta value into out.  Returns 0, -ENOENT if absent, or -errno. */

@@ -23,7 +23,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* Messages and values live in bounded buffers; a message cut short is still a refusal
@@ -49,6 +51,7 @@ struct comp {
 	size_t n_rules, cap_rules;
 	struct bbx_pol_inode *inodes;
 	size_t n_inodes, cap_inodes;
+	bool reads_inexact; /* see bbx_pol_hdr.reads_exact */
 	const char *section; /* current section (ours, static) */
 	uint32_t mode, explain, static_action, results_all, fingerprint;
 	int mode_line, explain_line, static_line, results_line, fingerprint_line;
@@ -221,6 +224,7 @@ static struct comp *walk_c; /* nftw has no user pointer; the compiler is single-
 static uint32_t walk_rule;
 static size_t walk_count;
 static bool walk_partial;
+static bool walk_linked; /* a listed non-directory has another hard link */
 
 static int add_inode(struct comp *c, const struct stat *sb, uint32_t rule)
 {
@@ -239,6 +243,25 @@ static int add_inode(struct comp *c, const struct stat *sb, uint32_t rule)
 	return 0;
 }
 
+/* Is the filesystem of dev mounted exactly once (no bind mount shows the same files at
+ * a second place)?  From /proc/self/mountinfo; false when it cannot tell. */
+static bool mounted_once(dev_t dev)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	char line[4096];
+	int n = 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned maj, min;
+		if (sscanf(line, "%*d %*d %u:%u", &maj, &min) == 2 && maj == major(dev) &&
+		    min == minor(dev))
+			n++;
+	}
+	fclose(f);
+	return n == 1;
+}
+
 static int walk_one(const char *fpath, const struct stat *sb, int type, struct FTW *ftw)
 {
 	(void)fpath;
@@ -250,6 +273,8 @@ static int walk_one(const char *fpath, const struct stat *sb, int type, struct F
 		return 1;
 	}
 	walk_count++;
+	if (!S_ISDIR(sb->st_mode) && sb->st_nlink > 1)
+		walk_linked = true;
 	return add_inode(walk_c, sb, walk_rule) ? -1 : 0;
 }
 
@@ -259,9 +284,13 @@ static void list_inodes(struct comp *c, struct rule *r, uint32_t idx)
 	walk_rule = idx;
 	walk_count = 0;
 	walk_partial = false;
+	walk_linked = false;
 	nftw(r->value, walk_one, 32, FTW_PHYS);
 	if (walk_partial)
 		r->r.flags |= BBX_RF_PARTIAL;
+	struct stat sb;
+	if (walk_partial || walk_linked || (stat(r->value, &sb) == 0 && !mounted_once(sb.st_dev)))
+		c->reads_inexact = true;
 }
 
 static int inode_cmp(const void *a, const void *b)
@@ -835,6 +864,7 @@ static int layout(struct comp *c, void **blob, size_t *len)
 		.redact_fingerprint = c->fingerprint,
 		.n_rules = (uint32_t)c->n_rules,
 		.n_inodes = (uint32_t)c->n_inodes,
+		.reads_exact = !c->reads_inexact,
 	};
 	if (st_add(&t, "", &off) || st_add(&t, c->src, &h.src) ||
 	    st_add(&t, c->ws, &h.workspace) ||

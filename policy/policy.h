@@ -120,7 +120,13 @@ struct bbx_pol_hdr {
 	uint32_t src;           /* string: the policy file ("built-in" for the default) */
 	uint32_t workspace;     /* string: ${WORKSPACE} as expanded */
 	uint32_t n_write, n_protect, n_deny_read, n_net, n_exec; /* counts, for fast paths */
-	uint32_t reserved[9];
+	/* 1: a deny_read object can be reached by no path but its own: none of the listed
+	 * inodes has a second hard link, and no deny_read root's filesystem is mounted
+	 * twice (bind mounts).  The shim then decides a read-only open of an absolute
+	 * path without symlinks by its words alone (shim/read.c, openat2 with
+	 * RESOLVE_NO_SYMLINKS), without the identity check after it. */
+	uint32_t reads_exact;
+	uint32_t reserved[8];
 };
 
 /* ---- matcher (policy/match.c): allocation-free, async-signal-safe, no syscalls ---- */

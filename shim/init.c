@@ -172,6 +172,28 @@ int bbx_open_run(void)
 	return __atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE);
 }
 
+/* Before fork(), in the parent: the real functions a fork child typically reaches
+ * through the shim (a shell's redirections, then the exec) are looked up here, once,
+ * if this process has not needed them yet.  Otherwise every child would look them up
+ * again with dlsym - symbol-table walks and copy-on-write faults in the loader's data,
+ * about 10 page faults per child measured with perf (issue 5: spawn cost) - and lose
+ * the answer at exec. */
+static void atfork_prepare(void)
+{
+	static const int child_set[] = {
+		BBX_IDX_execve, BBX_IDX_execvpe, BBX_IDX_fexecve, BBX_IDX_execveat,
+		BBX_IDX_open,	BBX_IDX_open64,	 BBX_IDX_openat,  BBX_IDX_close,
+		BBX_IDX_dup2,	BBX_IDX_dup3,	 BBX_IDX_fcntl,
+	};
+	static int done;
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
+		return;
+	for (size_t i = 0; i < sizeof child_set / sizeof *child_set; i++)
+		if (!__atomic_load_n(table[child_set[i]].slot, __ATOMIC_ACQUIRE))
+			bbx_resolve(child_set[i]);
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+}
+
 /* fork() while another thread was half-way through opening the run (or starting up):
  * that thread does not exist in the child, which would wait for it forever.  The child
  * starts those steps over. */
@@ -203,7 +225,7 @@ void bbx_init(void)
 	choose_run();
 	bbx_env_init();
 	bbx_writer_gen_mode = 1; /* fd.c tells the writer when to re-verify its descriptor */
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, NULL, atfork_child);
 	bbx_run_prologue = bbx_proc_prologue;
 	bbx_guard = g;
 	errno = saved;

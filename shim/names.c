@@ -160,14 +160,42 @@ static const char *abs_source(int ofd, const char *old, int flags)
 	return rc ? old : out;
 }
 
+/* A hard link to a deny_read object is a second name for it, readable where the first
+ * is not: linking is decided as a read of the source (words, then identity), before
+ * anything is recorded.  0 or -errno (EACCES; 0 in audit mode, with the DENY record). */
+static int link_source_readable(const char *op, int ofd, const char *old, int flags)
+{
+	int saved;
+	if (!bbx_reads_checked() || !bbx_enter(&saved))
+		return 0;
+	char abs[PATH_MAX];
+	int rc = bbx_path_abs(ofd, old, abs, sizeof abs) ? 0 : bbx_read_pre(op, abs);
+	struct stat sb;
+	int stflags = (flags & AT_EMPTY_PATH) | (flags & AT_SYMLINK_FOLLOW ? 0 : AT_SYMLINK_NOFOLLOW);
+	if (!rc && fstatat(ofd, old, &sb, stflags) == 0)
+		rc = bbx_read_post(op, abs, -1, &sb);
+	bbx_leave(rc ? -rc : saved);
+	return rc;
+}
+
 BBX_EXPORT int link(const char *old, const char *path)
 {
+	int rrc = link_source_readable("link", AT_FDCWD, old, 0);
+	if (rrc) {
+		errno = -rrc;
+		return -1;
+	}
 	CREATE_BODY("link", AT_FDCWD, path, BBX_KIND_HARDLINK, 0, abs_source(AT_FDCWD, old, 0),
 		    BBX_REAL(link)(old, path));
 }
 
 BBX_EXPORT int linkat(int ofd, const char *old, int nfd, const char *path, int flags)
 {
+	int rrc = link_source_readable("linkat", ofd, old, flags);
+	if (rrc) {
+		errno = -rrc;
+		return -1;
+	}
 	CREATE_BODY("linkat", nfd, path, BBX_KIND_HARDLINK, 0, abs_source(ofd, old, flags),
 		    BBX_REAL(linkat)(ofd, old, nfd, path, flags));
 }

@@ -51,6 +51,9 @@ static inline int may_mutate(int flags)
 		if (!may_mutate(flags)) {                                                   \
 			if (!bbx_reads_checked() || !bbx_enter(&saved_))                    \
 				return realcall;                                            \
+			int xfd_;                                                           \
+			if (bbx_read_open_exact((path), (flags), saved_, &xfd_))            \
+				return xfd_;                                                \
 			READ_BODY(opname, path, saved_, int, realcall, fd_ >= 0, fd_,       \
 				  close(fd_), -1);                                \
 		}                                                                           \
@@ -75,7 +78,9 @@ static inline int may_mutate(int flags)
 		/* a PRESERVE or SIZE (no creation pending): its RESULT comes from here */ \
 		uint64_t seq_ = pend_.seq ? 0 : bbx_run_last_seq;                           \
 		unsigned gen_ = bbx_call_begin(saved_);                                     \
-		int fd_ = pfd_ >= 0 ? bbx_pol_openat(pfd_, pn_, (flags), (mode)) : realcall; \
+		int fd_ = pfd_ >= 0	    ? bbx_pol_openat(pfd_, pn_, (flags), (mode))         \
+			  : bbx_rdtrunc(flags) ? bbx_marked_openat((dirfd), (path), (flags), (mode)) \
+					       : realcall;                                        \
 		int e_ = errno;                                                             \
 		if (bbx_call_end(gen_))                                                     \
 			pend_.path = NULL; /* scratch reused by a signal handler */        \

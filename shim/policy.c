@@ -21,7 +21,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #define XXH_INLINE_ALL
@@ -479,11 +481,13 @@ int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode)
 {
 	int r;
 	if (name[0]) {
-		r = BBX_REAL(openat)(fd, name, flags, mode);
+		r = bbx_rdtrunc(flags) ? bbx_marked_openat(fd, name, flags, mode)
+				       : BBX_REAL(openat)(fd, name, flags, mode);
 	} else {
 		char self[40];
 		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-		r = BBX_REAL(open)(self, flags, mode);
+		r = bbx_rdtrunc(flags) ? bbx_marked_openat(AT_FDCWD, self, flags, mode)
+				       : BBX_REAL(open)(self, flags, mode);
 	}
 	int e = errno;
 	close(fd);
@@ -510,6 +514,43 @@ int bbx_read_pre(const char *op, const char *path)
 	if (v.decision == BBX_DEC_ALLOW)
 		return 0;
 	return bbx_pol_report(op, BBX_ACC_READ, path, NULL, NULL, NULL, NULL, &v);
+}
+
+/* Absolute, without "//", "." or ".." components: the form the compiled roots have, so a
+ * prefix compare is the whole lexical decision. */
+static int canonical(const char *path)
+{
+	if (path[0] != '/')
+		return 0;
+	for (const char *s = path; *s; s++)
+		if (s[0] == '/' && (s[1] == '/' ||
+				    (s[1] == '.' && (!s[2] || s[2] == '/' ||
+						     (s[2] == '.' && (!s[3] || s[3] == '/'))))))
+			return 0;
+	return 1;
+}
+
+int bbx_read_open_exact(const char *path, int flags, int saved, int *fd)
+{
+	const struct bbx_pol_hdr *p = bbx_policy();
+	if (!p || !p->n_deny_read || !p->reads_exact || !path || !canonical(path))
+		return 0;
+	struct bbx_pol_verdict v;
+	bbx_pol_read(p, path, &v);
+	if (v.decision != BBX_DEC_ALLOW)
+		return 0; /* the general path refuses and explains */
+	struct open_how how = {.flags = (uint64_t)(unsigned)flags,
+			       .resolve = RESOLVE_NO_SYMLINKS};
+	unsigned gen = bbx_call_begin(saved);
+	long r = BBX_REAL(syscall)(SYS_openat2, AT_FDCWD, path, &how, sizeof how, bbx_mark());
+	int e = errno;
+	(void)bbx_call_end(gen);
+	if (r < 0 && (e == ELOOP || e == EINVAL || e == ENOSYS || e == E2BIG || e == EPERM ||
+		      e == EXDEV || e == EAGAIN))
+		return 0; /* a symlink on the way, or flags or a kernel openat2 does not take */
+	bbx_leave(r < 0 ? e : saved);
+	*fd = (int)r;
+	return 1;
 }
 
 /* After the call reached an object: decided by its identity (and, for deny_read roots

@@ -67,6 +67,15 @@ void bbx_resolve(int idx);
 		 ? bbx_real_##name                                                          \
 		 : (bbx_resolve(BBX_IDX_##name), bbx_real_##name))
 
+/* Truncation by path with the run's mark (bbx_run_mark, tools/sandbox.c): issued by the
+ * wrappers after journaling, so bbx-run's seccomp filter lets them through.  Same
+ * results and errno as truncate(2) and openat(2). */
+int bbx_marked_truncate(const char *path, off_t len);
+int bbx_marked_openat(int dirfd, const char *path, int flags, mode_t mode);
+/* An open that truncates without asking for write access: only such opens need the mark
+ * (write-mode opens are Landlock's, and the filter leaves them alone). */
+static inline int bbx_rdtrunc(int flags) { return (flags & (O_ACCMODE | O_TRUNC)) == O_TRUNC; }
+
 /* The run this process journals into, and whether journaling works. */
 extern struct bbx_run bbx_run;
 /* 0 = journaling, BBX_STATUS_CLOSED = not opened yet (opened on first use), else the
@@ -220,6 +229,15 @@ int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode);
  * reached (sb, or fstat of fd).  Both return 0 or -errno (DENY written). */
 extern int bbx_pol_reads;
 int bbx_read_pre(const char *op, const char *path);
+/* A read-only open decided by its words alone, when the compiled policy says words are
+ * enough (bbx_pol_hdr.reads_exact) and path is absolute and canonical: opened with
+ * openat2(RESOLVE_NO_SYMLINKS), so what it reaches is what it names, and no identity
+ * check follows.  Guard held (saved: errno on entry).  Returns 1 when it answered (*fd:
+ * the descriptor, or -1 with errno set and the guard left), 0 to take the general path
+ * (a symlink on the way, "..", a refusal to explain, a kernel without openat2). */
+int bbx_read_open_exact(const char *path, int flags, int saved, int *fd);
+/* The run's mark (bbx_run_mark): from the open run, else from the journal directory. */
+long bbx_mark(void);
 int bbx_read_post(const char *op, const char *path, int fd, const struct stat *sb);
 static inline int bbx_reads_checked(void)
 {

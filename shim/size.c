@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/sendfile.h>
 #include <stdarg.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -33,12 +34,12 @@ static int cap_resize(const char *op, const char *path, int fd, int64_t newlen, 
 
 BBX_EXPORT int truncate(const char *path, off_t len)
 {
-	RESIZE_BODY("truncate", path, -1, len, 0, BBX_REAL(truncate)(path, len));
+	RESIZE_BODY("truncate", path, -1, len, 0, bbx_marked_truncate(path, len));
 }
 
 BBX_EXPORT int truncate64(const char *path, off64_t len)
 {
-	RESIZE_BODY("truncate64", path, -1, len, 0, BBX_REAL(truncate64)(path, len));
+	RESIZE_BODY("truncate64", path, -1, len, 0, bbx_marked_truncate(path, len));
 }
 
 BBX_EXPORT int ftruncate(int fd, off_t len)
@@ -170,4 +171,30 @@ BBX_EXPORT int fcntl64(int fd, int cmd, ...)
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
 	return do_fcntl("fcntl64", BBX_REAL(fcntl64), fd, cmd, arg);
+}
+
+long bbx_mark(void)
+{
+	static long m;
+	long v = __atomic_load_n(&m, __ATOMIC_RELAXED);
+	if (v)
+		return v;
+	struct stat sb;
+	if (bbx_run.jino)
+		v = (long)bbx_run_mark(bbx_run.jdev, bbx_run.jino);
+	else if (bbx_env_journal && stat(bbx_journal_dir, &sb) == 0) /* guard held */
+		v = (long)bbx_run_mark(sb.st_dev, sb.st_ino);
+	__atomic_store_n(&m, v, __ATOMIC_RELAXED);
+	return v;
+}
+
+int bbx_marked_truncate(const char *path, off_t len)
+{
+	return (int)BBX_REAL(syscall)(SYS_truncate, path, (long)len, bbx_mark());
+}
+
+int bbx_marked_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return (int)BBX_REAL(syscall)(SYS_openat, (long)dirfd, path, (long)flags, (long)mode,
+				      bbx_mark());
 }
