@@ -79,8 +79,12 @@ vrun() {
 	esac
 }
 
-# Overridable hooks: setup before each timed run (untimed, cwd $W), teardown after.
+# Overridable hooks: setup before each timed run (untimed, cwd $W), teardown after;
+# check after a run that exited 0 (untimed, cwd $W, before teardown): non-zero marks the
+# round failed, as a non-zero exit does (a workload that can fail quietly says what a
+# real result looks like).
 setup() { :; }
+check() { :; }
 teardown() { :; }
 
 kib() { du -sk "$1" 2>/dev/null | cut -f1 || echo 0; }
@@ -98,6 +102,9 @@ bench() {
 			read -r real user sys <"$W/tm"
 			echo "$real" >>"$W/t.$name.$v"
 			echo "$user + $sys" | bc >>"$W/c.$name.$v"
+			if [ "$rc" = 0 ] && ! (cd "$W" && check) >>"$W/out" 2>&1; then
+				rc="0 but its result failed the check"
+			fi
 			if [ "$rc" != 0 ]; then
 				echo "bench: $name under $v exited $rc (round $r); its last output:" >&2
 				tail -n 5 "$W/out" >&2
