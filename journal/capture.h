@@ -103,10 +103,13 @@ int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *con
  * none recorded).  argv and envp are redacted (redact.h) before they are encoded. */
 int bbx_cap_exec_env(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
 		     char *const envp[], uint64_t *seq);
-/* (procrec.c) PROC, a process's first record: EXE (/proc/self/exe), ARGV
- * (/proc/self/cmdline), CWD and ENV (envp, normally environ), redacted.  Builds it in
- * its own mapping, not the thread scratch: callable from bbx_run_prologue. */
-int bbx_cap_proc(struct bbx_run *run, char *const envp[]);
+/* (procrec.c) PROC, a process's first record: EXE (/proc/self/exe), ARGV, CWD and ENV
+ * (envp, normally environ), redacted.  ARGV is cmd (len bytes of NUL-terminated
+ * arguments: the process's argv as it started, saved by the caller) or, when cmd is
+ * NULL, /proc/self/cmdline - which shows what the process has written over its argv
+ * since (node's process.title, setproctitle).  Builds it in its own mapping, not the
+ * thread scratch: callable from bbx_run_prologue. */
+int bbx_cap_proc(struct bbx_run *run, const char *cmd, size_t len, char *const envp[]);
 /* (procrec.c) EXIT: a child ended.  pid (0: unknown) and/or ref (seq of the EXEC that
  * started it, 0: none), status the raw wait status. */
 int bbx_cap_exit(struct bbx_run *run, const char *op, long pid, uint64_t ref, int status);

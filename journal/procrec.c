@@ -163,16 +163,16 @@ static char *read_proc(const char *path, size_t *len, size_t *cap)
 	return b;
 }
 
-int bbx_cap_proc(struct bbx_run *run, char *const envp[])
+int bbx_cap_proc(struct bbx_run *run, const char *saved, size_t saved_len, char *const envp[])
 {
 	char exe[PATH_MAX];
 	long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = 0;
 	size_t len = 0, cap = 0;
-	char *cmd = read_proc("/proc/self/cmdline", &len, &cap);
+	char *cmd = saved ? NULL : read_proc("/proc/self/cmdline", &len, &cap);
 	static char *const none[] = {NULL};
 	struct job j = {.op = "start", .exe = n > 0 ? exe : NULL, .argv = none, .envp = envp,
-			.cmdline = cmd, .cmdline_len = len};
+			.cmdline = saved ? saved : cmd, .cmdline_len = saved ? saved_len : len};
 	int rc = emit_grow(run, &j, BBX_REC_PROC, NULL, true);
 	if (cmd)
 		munmap(cmd, cap);

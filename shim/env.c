@@ -54,8 +54,10 @@ void bbx_env_init(void)
 	}
 	size_t cap = sizeof bbx_env_arena - bbx_env_used;
 	env_preload = bbx_env_arena + bbx_env_used;
-	snprintf(env_preload, cap < PATH_MAX + 16 ? cap : PATH_MAX + 16, "LD_PRELOAD=%s",
-		 pre && preload_has_shim(pre) ? pre : path ? path : shim_base);
+	int pn = snprintf(env_preload, cap < PATH_MAX + 16 ? cap : PATH_MAX + 16, "LD_PRELOAD=%s",
+			  pre && preload_has_shim(pre) ? pre : path ? path : shim_base);
+	if (pn >= 0)
+		bbx_env_used += strnlen(env_preload, cap) + 1; /* the arena goes on after it */
 	if (bbx_env_journal)
 		env_journal = (char *)bbx_env_journal;
 

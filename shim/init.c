@@ -233,8 +233,37 @@ void bbx_init(void)
 	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
 }
 
-__attribute__((constructor)) static void bbx_ctor(void)
+const char *bbx_argv_saved;
+size_t bbx_argv_len;
+
+/* argv into the arena, right after the strings start-up put there (the same page, for
+ * the usual command line: no page fault of its own).  A program may write over its
+ * argv before its first record (node's process.title does), and PROC must name what
+ * was started, not what the program says it is. */
+static void save_argv(int argc, char **argv)
 {
+	if (argc <= 0 || !argv || bbx_env_used >= sizeof bbx_env_arena)
+		return;
+	char *dst = bbx_env_arena + bbx_env_used;
+	size_t room = sizeof bbx_env_arena - bbx_env_used, n = 0;
+	for (int i = 0; i < argc && argv[i]; i++) {
+		size_t l = strlen(argv[i]) + 1;
+		if (l > room - n)
+			return; /* too long: PROC reads /proc/self/cmdline */
+		memcpy(dst + n, argv[i], l);
+		n += l;
+	}
+	bbx_env_used += n;
+	bbx_argv_saved = dst;
+	bbx_argv_len = n;
+}
+
+/* glibc passes a library's constructors the program's argc, argv and environment. */
+__attribute__((constructor)) static void bbx_ctor(int argc, char **argv, char **envp)
+{
+	(void)envp;
 	if (!__atomic_load_n(&bbx_inited, __ATOMIC_ACQUIRE))
 		bbx_init();
+	if (!bbx_argv_saved)
+		save_argv(argc, argv);
 }

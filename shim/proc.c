@@ -21,7 +21,8 @@ extern char **environ;
 
 void bbx_proc_prologue(struct bbx_run *run)
 {
-	(void)bbx_cap_proc(run, environ); /* a lost PROC loses no undo information */
+	/* a lost PROC loses no undo information */
+	(void)bbx_cap_proc(run, bbx_argv_len ? bbx_argv_saved : NULL, bbx_argv_len, environ);
 }
 
 /* Records an EXIT when this process journals (or belongs to a run and can open its

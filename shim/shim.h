@@ -85,6 +85,11 @@ extern int bbx_status;
 #define BBX_ENV_ARENA (3 * PATH_MAX + 64)
 extern char bbx_env_arena[BBX_ENV_ARENA];
 extern size_t bbx_env_used;
+/* The process's arguments as it started (NUL-terminated, back to back), copied by the
+ * constructor into the arena before the program can write over its argv; length 0 when
+ * they did not fit (the PROC record then reads /proc/self/cmdline). */
+extern const char *bbx_argv_saved;
+extern size_t bbx_argv_len;
 extern const char *bbx_journal_dir;
 extern const char *bbx_env_journal;
 int bbx_open_run(void);

@@ -13,7 +13,7 @@
 # each was.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
-plan 19
+plan 20
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -131,5 +131,15 @@ ok $hits "no secret on bbx-run's stderr"
 # The test is only meaningful if the secrets did reach the programs.
 grep -qx "tool" "$W/f7" && grep -qx "envsecret" "$W/f8"
 ok $? "the commands carrying secrets ran"
+
+# A process that writes over its argv before its first record (perl's $0, node's
+# process.title) is still recorded with the command it was started with.
+J2="$T_TMP/j.renamed"
+(cd "$W" && bbx-run -q --journal "$J2" -- perl -e '$0 = "innocent-looking-title"; open(F, ">", "renamed.txt"); close F') &&
+	bbx-log --json "$J2" | python3 -c '
+import json, sys
+procs = [r for r in map(json.loads, sys.stdin) if r.get("type") == "PROC" and r.get("exe", "").endswith("/perl")]
+sys.exit(0 if procs and procs[0]["argv"][:2] == ["perl", "-e"] and "innocent" not in procs[0]["argv"][0] else 1)'
+ok $? "PROC of a process that renamed itself (perl \$0): the argv it was started with"
 
 finish
