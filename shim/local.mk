@@ -15,6 +15,6 @@ shim_libbbxshim_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sectio
 # would protect (the GOT) matters little in a library whose real-function pointers live
 # in writable memory by design.
 shim_libbbxshim_la_LDFLAGS = -module -avoid-version -shared -Wl,--no-undefined -Wl,--gc-sections -Wl,-Bsymbolic-functions \
-	-Wl,-O1 -Wl,-z,norelro -Wl,-z,noseparate-code -Wl,-z,now
+	-Wl,-O1 -Wl,-z,norelro -Wl,-z,noseparate-code
 shim_libbbxshim_la_LIBADD = journal/libbbxjournal.la policy/libbbxpol.la -ldl
 EXTRA_DIST += shim/wrappers.def
