@@ -42,17 +42,29 @@ struct bbx_state_slot {
  * its journal is written unchained). */
 #define BBX_STATE_VERSION 2
 
+/* [journal] sync (policy.ini), kept in the state file so that every process of the run,
+ * the shim and bbx-run alike, knows it before its first record (run.c). */
+enum bbx_sync {
+	BBX_SYNC_OFF = 0,    /* no fsync: a machine crash may lose the journal's tail */
+	BBX_SYNC_GROUP = 1,  /* durable before the mutation; one fdatasync covers every record
+				written before it began, across processes (group commit) */
+	BBX_SYNC_ALWAYS = 2, /* durable before the mutation; every such record synced itself */
+};
+
 struct bbx_state {
 	uint32_t magic, version;
 	uint64_t seq;    /* next sequence number (atomic) */
 	uint32_t nslots, epoch;
 	uint32_t flags;
-	uint32_t pad;
+	uint32_t sync;   /* enum bbx_sync, set by bbx-run before the command starts (was pad) */
 	/* The journal's hash chain, read and written only under the journal lock
 	 * (writer.c): the trailer of the last complete record, the number of complete
-	 * records written, and the journal bytes accounted for (records and torn bytes). */
+	 * records written, and the journal bytes accounted for (records and torn bytes).
+	 * end is also read without the lock (atomically) by group commit. */
 	uint64_t chain, nrec, end;
-	uint64_t reserved[1];
+	/* Group commit: journal bytes known durable (an fdatasync that began after they
+	 * were accounted in end returned).  Only ever raised, atomically (was reserved). */
+	uint64_t synced;
 	struct bbx_state_slot slot[];
 };
 
