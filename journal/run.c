@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,7 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 /* ---- [journal] sync ------------------------------------------------------------------ */
 
 unsigned long bbx_run_syncs;
+static int sync_lock_broken; /* this process gave up on the sync lock (stuck holder) */
 
 /* The records written right before a mutation that undo needs: [journal] sync makes
  * them durable before the call is issued.  DIRMETA is not among them: the record of
@@ -330,24 +332,51 @@ int bbx_run_sync(struct bbx_run *run, uint64_t end)
 		return 0;
 	struct bbx_state *st = run->st;
 	uint64_t upto = 0;
+	pthread_mutex_t *mu = NULL;
 	/* Group commit.  end is where this thread's record ends (0: an unchained version 1
 	 * state file, which counts nothing: sync).  An fdatasync that began after a record
 	 * was accounted in st->end covers it, so whoever syncs publishes the end it saw
-	 * before syncing, and a writer whose record lies below that skips its own. */
+	 * before syncing, and a writer whose record lies below that skips its own.
+	 * Writers that arrive while an fdatasync runs queue on the sync lock; the first
+	 * to get it syncs everything written meanwhile, and the others find their record
+	 * covered when their turn comes.  The lock only saves work, it guards nothing:
+	 * when it cannot be had (a holder stuck for BBX_WRITER_LOCK_TIMEOUT seconds, a
+	 * version 2 state file) the writer syncs without it. */
 	if (mode == BBX_SYNC_GROUP && end) {
 		if (__atomic_load_n(&st->synced, __ATOMIC_ACQUIRE) >= end)
 			return 0;
+		mu = __atomic_load_n(&sync_lock_broken, __ATOMIC_RELAXED) ? NULL
+									 : bbx_state_sync_lock(st);
+		if (mu) {
+			struct timespec dl;
+			clock_gettime(CLOCK_MONOTONIC, &dl);
+			dl.tv_sec += BBX_WRITER_LOCK_TIMEOUT;
+			int e = pthread_mutex_clocklock(mu, CLOCK_MONOTONIC, &dl);
+			if (e == EOWNERDEAD) /* died syncing: synced was not raised, we sync */
+				e = pthread_mutex_consistent(mu);
+			if (e) {
+				if (e == ETIMEDOUT || e == ENOTRECOVERABLE)
+					__atomic_store_n(&sync_lock_broken, 1, __ATOMIC_RELAXED);
+				mu = NULL;
+			} else if (__atomic_load_n(&st->synced, __ATOMIC_ACQUIRE) >= end) {
+				pthread_mutex_unlock(mu); /* the holder before us synced for us */
+				return 0;
+			}
+		}
 		upto = __atomic_load_n(&st->end, __ATOMIC_ACQUIRE);
 	}
 	int rc = bbx_writer_sync(&run->w);
-	if (rc)
-		return rc; /* not durable: the caller refuses the mutation (invariant 2) */
-	__atomic_add_fetch(&bbx_run_syncs, 1, __ATOMIC_RELAXED);
-	uint64_t cur = __atomic_load_n(&st->synced, __ATOMIC_ACQUIRE);
-	while (cur < upto && !__atomic_compare_exchange_n(&st->synced, &cur, upto, false,
-							  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		;
-	return 0;
+	if (rc == 0) {
+		__atomic_add_fetch(&bbx_run_syncs, 1, __ATOMIC_RELAXED);
+		uint64_t cur = __atomic_load_n(&st->synced, __ATOMIC_ACQUIRE);
+		while (cur < upto && !__atomic_compare_exchange_n(&st->synced, &cur, upto, false,
+								  __ATOMIC_ACQ_REL,
+								  __ATOMIC_ACQUIRE))
+			;
+	}
+	if (mu)
+		pthread_mutex_unlock(mu);
+	return rc; /* not durable: the caller refuses the mutation (invariant 2) */
 }
 
 int bbx_run_fsync_path(const char *p)

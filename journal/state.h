@@ -40,7 +40,7 @@ struct bbx_state_slot {
  * uses three of version 1's reserved words for the hash chain; the header and the slot
  * table are laid out as in version 1, so a version 1 file still maps (without a lock:
  * its journal is written unchained). */
-#define BBX_STATE_VERSION 2
+#define BBX_STATE_VERSION 3 /* 3: the sync lock after the journal lock */
 
 /* [journal] sync (policy.ini), kept in the state file so that every process of the run,
  * the shim and bbx-run alike, knows it before its first record (run.c). */
@@ -74,6 +74,10 @@ size_t bbx_state_lock_off(uint32_t nslots);
 /* The run's journal lock (a process-shared robust mutex), or NULL for a version 1
  * state file. */
 pthread_mutex_t *bbx_state_lock(struct bbx_state *st);
+/* The group-commit lock (version 3: 64 bytes after the journal lock; NULL before):
+ * held around one fdatasync of the journal, so that writers arriving while it runs
+ * queue behind it and the first of them syncs for all (run.c). */
+pthread_mutex_t *bbx_state_sync_lock(struct bbx_state *st);
 
 /* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
 int bbx_state_create(const char *path);
