@@ -43,3 +43,7 @@ EXTRA_DIST += tests/e2e/t-egress.sh tests/e2e/netserve.py tests/e2e/netrec.py \
 # bbx-undo exit 4), audit, large copies with size and duration, undo never limited
 TESTS += tests/e2e/t-preserve.sh
 EXTRA_DIST += tests/e2e/t-preserve.sh
+# [journal] sync = off | group | always: journals verify and undo restores under each;
+# strace -f -c counts the fdatasync/fsync calls
+TESTS += tests/e2e/t-sync.sh
+EXTRA_DIST += tests/e2e/t-sync.sh
