@@ -143,6 +143,12 @@ bbx-log --verify "$J" >"$T_TMP/verify.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] && grep -qF "$W/big not preserved (how=lost, allow.ini:6 [journal] over_max_preserve): bbx-undo cannot restore it" "$T_TMP/verify.out"
 ok $? "allow: bbx-log --verify notes the lost pre-images (a note, exit 0)" || rt_showerr "$T_TMP/verify.out"
+bbx-diff "$J" >"$T_TMP/diff.out" 2>&1
+grep -qxF "(the pre-image of $W/big was not kept: over [journal] max_preserve, allowed by over_max_preserve)" "$T_TMP/diff.out" &&
+	grep -qxF "M $W/big" "$T_TMP/diff.out" && grep -qxF "M $W/small" "$T_TMP/diff.out"
+rc=$?
+[ $rc -eq 0 ] || rt_showerr "$T_TMP/diff.out"
+ok $rc "allow: bbx-diff lists the lost paths as modified and says their pre-images were not kept"
 cp "$W/big" "$T_TMP/big.run"; cp "$W/big2" "$T_TMP/big2.run"
 rt_undo "$J"
 rc=$?
