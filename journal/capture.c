@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #define COPY_BUF 16384
@@ -238,8 +239,29 @@ void bbx_copy_xattrs(int from, int to)
 	}
 }
 
-/* The shard directory of an object path, made on its first use. */
-static int make_shard(const char *objpath)
+/* [journal] sync = group | always: an object and its directory entry are durable
+ * before the record that names them is written (a durable record naming a lost object
+ * would be worse than no record).  fsync of the directory holding path. */
+static int sync_dir_of(const char *path)
+{
+	char d[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+	if (!n || n >= sizeof d)
+		return -ENAMETOOLONG;
+	memcpy(d, path, n);
+	d[n] = 0;
+	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = bbx_sys.fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/* The shard directory of an object path, made on its first use (and, when the run
+ * syncs, made durable in objects/). */
+static int make_shard(struct bbx_run *run, const char *objpath)
 {
 	char d[PATH_MAX];
 	const char *slash = strrchr(objpath, '/');
@@ -248,27 +270,74 @@ static int make_shard(const char *objpath)
 		return -ENAMETOOLONG;
 	memcpy(d, objpath, n);
 	d[n] = 0;
-	return mkdir(d, SHARD_MODE) < 0 && errno != EEXIST ? -errno : 0;
+	if (mkdir(d, SHARD_MODE) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	return bbx_run_sync_mode(run) != BBX_SYNC_OFF ? sync_dir_of(d) : 0;
 }
 
-/* Copies srcfd's content into a new object; reflinks where the filesystem can. */
-static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, uint64_t size, int *how)
+uint64_t bbx_preserve_max = UINT64_MAX;
+int (*bbx_cap_oversize)(const char *op, const char *path, const struct stat *sb,
+			struct bbx_oversize *out);
+
+/* A copy this large gets a NOTE before it starts: the call it precedes waits for it,
+ * and bbx-log (--follow too) then shows why. */
+#define PRESERVE_NOTICE (64ull << 20)
+
+static uint64_t mono_ns(void)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Keeps srcfd's content (the regular file at path, status sb) as a new object: a reflink
+ * where the filesystem can, else a byte copy - unless the copy would exceed
+ * [journal] max_preserve, when the policy (bbx_cap_oversize) decides: copy anyway
+ * (audit), refuse (-errno, DENY written), or go on without a copy (*how = LOST, *ov
+ * says why, no object).  *ns gets the time a byte copy took.  The caller must not hold
+ * a record in the thread's buffer: a NOTE or a DENY may be written here. */
+static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, const struct stat *sb,
+			 const char *op, const char *path, int *how, uint64_t *ns,
+			 struct bbx_oversize *ov)
+{
+	*ns = 0;
 	int rc = bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj);
 	if (rc)
 		return rc;
+	int sync = bbx_run_sync_mode(run) != BBX_SYNC_OFF;
 	int out = open(tls.obj, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (out < 0 && errno == ENOENT && make_shard(tls.obj) == 0)
+	if (out < 0 && errno == ENOENT && make_shard(run, tls.obj) == 0)
 		out = open(tls.obj, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (out < 0)
 		return -errno;
 	bbx_copy_xattrs(srcfd, out); /* a copy is a new inode: it must carry them */
+	uint64_t size = (uint64_t)sb->st_size;
 	if (ioctl(out, FICLONE, srcfd) == 0) {
+		/* Shared extents cost no space and no time: never limited. */
 		*how = BBX_HOW_REFLINK;
-		close(out);
-		return 0;
+		goto done;
+	}
+	/* The size from the stat the caller already made: no system call more. */
+	if (size > __atomic_load_n(&bbx_preserve_max, __ATOMIC_RELAXED) && bbx_cap_oversize) {
+		int d = bbx_cap_oversize(op, path, sb, ov);
+		if (d) {
+			close(out);
+			unlink(tls.obj);
+			if (d < 0)
+				return d; /* refused: DENY written, the call fails */
+			*how = BBX_HOW_LOST;
+			return 0;
+		}
+	}
+	if (size >= PRESERVE_NOTICE) {
+		char hs[32], text[96];
+		bbx_fmt_size(size, hs, sizeof hs);
+		snprintf(text, sizeof text, "preserving %s by copy before the call", hs);
+		if ((rc = bbx_cap_note(run, op, path, text)))
+			goto fail;
 	}
 	*how = BBX_HOW_COPY;
+	uint64_t t0 = mono_ns();
 	off_t in_off = 0, out_off = 0;
 	uint64_t left = size;
 	int use_cfr = 1;
@@ -308,17 +377,48 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, uint64_t 
 		if (use_cfr)
 			left -= (uint64_t)n;
 	}
+	*ns = mono_ns() - t0;
+done:
+	if (sync && bbx_sys.fsync(out) < 0) {
+		rc = -errno;
+		goto fail;
+	}
 	if (close(out) < 0) {
 		rc = -errno;
 		out = -1;
 		goto fail;
 	}
+	out = -1;
+	if (sync && (rc = sync_dir_of(tls.obj)))
+		goto fail;
 	return 0;
 fail:
 	if (out >= 0)
 		close(out);
 	unlink(tls.obj);
 	return rc;
+}
+
+/* The fields a PRESERVE gets from preserve_copy: OBJECT (unless lost), SIZE (the
+ * length kept, or not kept), DURATION of a byte copy, and for a lost pre-image the
+ * policy's RULE and REASON. */
+static void enc_kept(struct bbx_enc *e, uint64_t seq, int how, uint64_t size, uint64_t ns,
+		     const struct bbx_oversize *ov)
+{
+	if (how == BBX_HOW_LOST) {
+		bbx_enc_u64(e, BBX_T_SIZE, size);
+		if (ov->rule)
+			bbx_enc_str(e, BBX_T_RULE, ov->rule);
+		if (ov->reason[0])
+			bbx_enc_str(e, BBX_T_REASON, ov->reason);
+		return;
+	}
+	char name[32];
+	bbx_run_object_name(seq, name, sizeof name);
+	bbx_enc_str(e, BBX_T_OBJECT, name);
+	bbx_enc_u64(e, BBX_T_SIZE, size);
+	if (how == BBX_HOW_COPY)
+		bbx_enc_u64(e, BBX_T_DURATION, ns);
 }
 
 /* PRESERVE of an existing regular file's content (O_TRUNC, in-place write, shrink). */
@@ -338,9 +438,10 @@ static int preserve_content(struct bbx_run *run, const char *op, const char *pat
 		if (src < 0)
 			return -errno; /* cannot read what we would destroy: refuse */
 	}
-	uint64_t seq = bbx_state_next_seq(run->st);
+	uint64_t seq = bbx_state_next_seq(run->st), ns;
 	int how;
-	rc = preserve_copy(run, seq, src, (uint64_t)sb->st_size, &how);
+	struct bbx_oversize ov = {0};
+	rc = preserve_copy(run, seq, src, sb, op, path, &how, &ns, &ov);
 	if (src != fd)
 		close(src);
 	if (rc)
@@ -349,16 +450,19 @@ static int preserve_content(struct bbx_run *run, const char *op, const char *pat
 	begin(&e, BBX_REC_PRESERVE, op, path);
 	bbx_enc_u32(&e, BBX_T_KIND, BBX_KIND_FILE);
 	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
-	char name[32];
-	bbx_run_object_name(seq, name, sizeof name);
-	bbx_enc_str(&e, BBX_T_OBJECT, name);
+	enc_kept(&e, seq, how, (uint64_t)sb->st_size, ns, &ov);
 	enc_stat(&e, sb);
 	rc = bbx_run_emit(run, &e, seq);
 	if (rc) {
-		bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj);
-		unlink(tls.obj);
+		/* (A record appended but not made durable - sync - still names its object.) */
+		if (how != BBX_HOW_LOST && bbx_run_last_seq != seq) {
+			bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj);
+			unlink(tls.obj);
+		}
 		return rc;
 	}
+	/* A lost pre-image is not kept later either: what the file held at the run's
+	 * start is gone with this call, and undo reports the path as not restorable. */
 	raise_to(run, sb, BBX_LVL_CONTENT);
 	return 0;
 }
@@ -589,14 +693,14 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 			bbx_state_forget(run->st, sb.st_dev, sb.st_ino);
 		return rc;
 	}
-	begin(&e, BBX_REC_PRESERVE, op, path);
-	bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sb.st_mode));
 	int how = BBX_HOW_INLINE, lvl = level_of(run, &sb);
+	ssize_t tlen = 0;
+	uint64_t ns = 0;
+	struct bbx_oversize ov = {0};
 	if (S_ISLNK(sb.st_mode)) {
-		ssize_t n = readlink(path, tls.lnk, sizeof tls.lnk);
-		if (n < 0)
+		tlen = readlink(path, tls.lnk, sizeof tls.lnk);
+		if (tlen < 0)
 			return -errno;
-		bbx_enc_bytes(&e, BBX_T_TARGET, tls.lnk, (size_t)n);
 	}
 	if (S_ISREG(sb.st_mode) && lvl == BBX_LVL_CREATED && sb.st_nlink == 1) {
 		how = BBX_HOW_NONE; /* undo removes it anyway */
@@ -608,31 +712,44 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 			return rc;
 		int lk = bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0);
 		if (lk < 0 && errno == ENOENT && k_lstat(path, &(struct stat){0}) == 0 &&
-		    make_shard(tls.obj) == 0)
+		    make_shard(run, tls.obj) == 0)
 			lk = bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0);
 		if (lk == 0) {
 			how = BBX_HOW_LINK;
+			if (bbx_run_sync_mode(run) != BBX_SYNC_OFF && (rc = sync_dir_of(tls.obj))) {
+				unlink(tls.obj);
+				return rc;
+			}
 		} else if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
 			return -errno;
 		} else if (S_ISREG(sb.st_mode)) {
+			/* No link possible (another filesystem): a copy, which max_preserve
+			 * limits like any other. */
 			int src = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 			if (src < 0)
 				return -errno;
-			rc = preserve_copy(run, seq, src, (uint64_t)sb.st_size, &how);
+			rc = preserve_copy(run, seq, src, &sb, op, path, &how, &ns, &ov);
 			close(src);
 			if (rc)
 				return rc;
 		} /* else inline: the target or type and rdev are in the record */
-		if (how != BBX_HOW_INLINE) {
-			char name[32];
-			bbx_run_object_name(seq, name, sizeof name);
-			bbx_enc_str(&e, BBX_T_OBJECT, name);
-		}
 	}
+	/* Encoded only now: preserve_copy may have written a NOTE or a DENY meanwhile. */
+	begin(&e, BBX_REC_PRESERVE, op, path);
+	bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sb.st_mode));
+	if (S_ISLNK(sb.st_mode))
+		bbx_enc_bytes(&e, BBX_T_TARGET, tls.lnk, (size_t)tlen);
+	if (how == BBX_HOW_LINK) {
+		char name[32];
+		bbx_run_object_name(seq, name, sizeof name);
+		bbx_enc_str(&e, BBX_T_OBJECT, name);
+	} else if (how == BBX_HOW_COPY || how == BBX_HOW_REFLINK || how == BBX_HOW_LOST)
+		enc_kept(&e, seq, how, (uint64_t)sb.st_size, ns, &ov);
 	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
 	enc_stat(&e, &sb);
 	rc = bbx_run_emit(run, &e, seq);
-	if (rc && (how == BBX_HOW_LINK || how == BBX_HOW_COPY || how == BBX_HOW_REFLINK))
+	if (rc && (how == BBX_HOW_LINK || how == BBX_HOW_COPY || how == BBX_HOW_REFLINK) &&
+	    bbx_run_last_seq != seq)
 		unlink(tls.obj);
 	if (rc == 0 && how == BBX_HOW_NONE)
 		bbx_state_forget(run->st, sb.st_dev, sb.st_ino);

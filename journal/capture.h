@@ -20,6 +20,7 @@
 #include "run.h"
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define BBX_REC_BUF (2 * PATH_MAX + 8192)
@@ -44,6 +45,23 @@ void bbx_scratch_atfork_child(void);
  * names it (NULL when the call acts on fd); follow: the call follows a final symlink.
  * Returns 0, or -errno to refuse (having written the DENY record). */
 extern int (*bbx_cap_policy)(const char *op, const char *path, int fd, int follow);
+
+/* [journal] max_preserve.  Before a pre-image copy (content form, or a removal whose
+ * hard link is impossible) of a regular file larger than bbx_preserve_max bytes that
+ * no reflink could make, capture asks bbx_cap_oversize(op, path, sb, out): 0 copy
+ * anyway (audit mode, or the limit turned out higher), 1 go on without a copy (the
+ * PRESERVE says how=lost, with out's RULE and REASON), or -errno: refuse the call (the
+ * hook wrote the DENY record).  The size is the one of the stat the capture made
+ * anyway: no system call more.  The shim sets both (bbx_preserve_max = 0 until its
+ * policy is loaded, so the hook is asked once and stores the real limit); the tools
+ * leave the hook NULL: bbx-undo always keeps everything it overwrites. */
+struct bbx_oversize {
+	const char *rule; /* the rule that allowed the loss ("policy.ini:13 [journal] ...") */
+	char reason[160]; /* "1.5 GiB file over the 256 MiB preserve limit" */
+};
+extern uint64_t bbx_preserve_max;
+extern int (*bbx_cap_oversize)(const char *op, const char *path, const struct stat *sb,
+			       struct bbx_oversize *out);
 
 /* A creation in flight: filled by a bbx_cap_* call, completed by bbx_cap_done(). */
 struct bbx_pending {

@@ -6,6 +6,7 @@
 #include "record.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #define XXH_INLINE_ALL
@@ -293,7 +294,8 @@ int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 			r->has_stat = true;
 			break;
 		case BBX_T_SIZE: case BBX_T_REF: case BBX_T_DEV: case BBX_T_INO:
-		case BBX_T_RET: case BBX_T_COUNT: case BBX_T_PID: case BBX_T_CHAIN: {
+		case BBX_T_RET: case BBX_T_COUNT: case BBX_T_PID: case BBX_T_CHAIN:
+		case BBX_T_DURATION: {
 			if (n != 8)
 				return -EBADMSG;
 			uint64_t x = get64(v);
@@ -304,6 +306,7 @@ int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 			else if (tag == BBX_T_COUNT) r->count = x;
 			else if (tag == BBX_T_PID) { r->pid = x; r->has_pid = true; }
 			else if (tag == BBX_T_CHAIN) { r->chain = x; r->has_chain = true; }
+			else if (tag == BBX_T_DURATION) { r->duration = x; r->has_duration = true; }
 			else { r->ret = (int64_t)x; r->has_ret = true; }
 			break;
 		}
@@ -340,4 +343,28 @@ size_t bbx_rec_argc(const struct bbx_rec *r)
 		if (r->argv[i] == 0)
 			n++;
 	return n;
+}
+
+void bbx_fmt_size(uint64_t n, char *out, size_t cap)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (n < 1024) {
+		snprintf(out, cap, "%llu byte%s", (unsigned long long)n, n == 1 ? "" : "s");
+		return;
+	}
+	int u = 0;
+	uint64_t d = 1024;
+	while (u < 5 && n / d >= 1024)
+		u++, d <<= 10;
+	uint64_t whole = n / d, rest = n % d;
+	if (!rest) {
+		snprintf(out, cap, "%llu %s", (unsigned long long)whole, unit[u]);
+		return;
+	}
+	/* one decimal, rounded to nearest (rest * 10 cannot overflow: rest < d <= 2^60) */
+	uint64_t tenths = (rest * 10 + d / 2) / d;
+	if (tenths == 10)
+		whole++, tenths = 0;
+	snprintf(out, cap, "%llu.%llu %s", (unsigned long long)whole, (unsigned long long)tenths,
+		 unit[u]);
 }

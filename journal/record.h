@@ -82,6 +82,7 @@ enum bbx_tag {
 	BBX_T_CHAIN = 32,    /* u64: trailer (XXH64) of the previous record in file order */
 	BBX_T_ENV = 33,      /* bytes: NAME=VALUE strings, NUL-terminated, back to back */
 	BBX_T_ACCESS = 34,   /* u32: enum bbx_access (what a DENY was about) */
+	BBX_T_DURATION = 35, /* u64: ns a capture spent keeping its pre-image (a PRESERVE copy) */
 };
 
 enum bbx_decision {
@@ -205,8 +206,8 @@ struct bbx_rec {
 	const char *argv; size_t argv_len; /* NUL-separated */
 	const void *xvalue; size_t xvalue_len; bool has_xvalue;
 	struct bbx_stat st; bool has_stat;
-	uint64_t size, ref, dev, ino, count;
-	bool has_size, has_ref, has_ino, has_ret;
+	uint64_t size, ref, dev, ino, count, duration;
+	bool has_size, has_ref, has_ino, has_ret, has_duration;
 	int64_t ret;
 	int32_t err;
 	uint32_t kind, how, flags, mask;
@@ -216,6 +217,10 @@ struct bbx_rec {
  * Returns 0, -EAGAIN if avail is shorter than the record claims (a torn tail when at
  * the end of the log), -EBADMSG for a bad magic, length, checksum or field layout. */
 int bbx_rec_decode(const void *p, size_t avail, struct bbx_rec *out);
+
+/* A byte count for people: "512 bytes", "300 KiB", "1.5 GiB" (binary units; one
+ * decimal unless exact).  Integer arithmetic only, no allocation: usable in the shim. */
+void bbx_fmt_size(uint64_t n, char *out, size_t cap);
 
 /* Number of argv strings in r->argv. */
 size_t bbx_rec_argc(const struct bbx_rec *r);

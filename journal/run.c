@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT
  * run.c - journal directories (see run.h). */
 #include "run.h"
+#include "sys.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +263,8 @@ void bbx_run_ids_reset(void)
 	__atomic_store_n(&ids_ok, 0, __ATOMIC_RELEASE);
 }
 
+static int write_ahead_type(int type);
+
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 {
 	if (__builtin_expect(__atomic_load_n(&bbx_run_proc_pending, __ATOMIC_RELAXED), 0) &&
@@ -292,7 +296,125 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 					   &bbx_run_last_pos);
 	if (rc == 0)
 		bbx_run_last_seq = seq;
+	if (rc == 0 && bbx_run_sync_mode(run) != BBX_SYNC_OFF &&
+	    write_ahead_type(e->buf[6] | e->buf[7] << 8))
+		rc = bbx_run_sync(run, bbx_run_last_pos.end);
 	return rc;
+}
+
+/* ---- [journal] sync ------------------------------------------------------------------ */
+
+unsigned long bbx_run_syncs;
+static int sync_lock_broken; /* this process gave up on the sync lock (stuck holder) */
+
+/* The records written right before a mutation that undo needs: [journal] sync makes
+ * them durable before the call is issued.  DIRMETA is not among them: the record of
+ * the entry change itself always follows it before the call, and the fdatasync made
+ * for that one covers both.  Nor are EXEC, RESULT, DENY, NOTE, PROC, EXIT, NET and
+ * RESOLVE: nothing an undo needs is lost with them. */
+static int write_ahead_type(int type)
+{
+	switch (type) {
+	case BBX_REC_CREATE: case BBX_REC_PRESERVE: case BBX_REC_SIZE: case BBX_REC_RMDIR:
+	case BBX_REC_RENAME: case BBX_REC_META:
+		return 1;
+	}
+	return 0;
+}
+
+int bbx_run_sync_mode(const struct bbx_run *run)
+{
+	return run->st ? (int)__atomic_load_n(&run->st->sync, __ATOMIC_RELAXED) : BBX_SYNC_OFF;
+}
+
+int bbx_run_sync(struct bbx_run *run, uint64_t end)
+{
+	int mode = bbx_run_sync_mode(run);
+	if (mode == BBX_SYNC_OFF)
+		return 0;
+	struct bbx_state *st = run->st;
+	uint64_t upto = 0;
+	pthread_mutex_t *mu = NULL;
+	/* Group commit.  end is where this thread's record ends (0: an unchained version 1
+	 * state file, which counts nothing: sync).  An fdatasync that began after a record
+	 * was accounted in st->end covers it, so whoever syncs publishes the end it saw
+	 * before syncing, and a writer whose record lies below that skips its own.
+	 * Writers that arrive while an fdatasync runs queue on the sync lock; the first
+	 * to get it syncs everything written meanwhile, and the others find their record
+	 * covered when their turn comes.  The lock only saves work, it guards nothing:
+	 * when it cannot be had (a holder stuck for BBX_WRITER_LOCK_TIMEOUT seconds, a
+	 * version 2 state file) the writer syncs without it. */
+	if (mode == BBX_SYNC_GROUP && end) {
+		if (__atomic_load_n(&st->synced, __ATOMIC_ACQUIRE) >= end)
+			return 0;
+		mu = __atomic_load_n(&sync_lock_broken, __ATOMIC_RELAXED) ? NULL
+									 : bbx_state_sync_lock(st);
+		if (mu) {
+			struct timespec dl;
+			clock_gettime(CLOCK_MONOTONIC, &dl);
+			dl.tv_sec += BBX_WRITER_LOCK_TIMEOUT;
+			int e = pthread_mutex_clocklock(mu, CLOCK_MONOTONIC, &dl);
+			if (e == EOWNERDEAD) /* died syncing: synced was not raised, we sync */
+				e = pthread_mutex_consistent(mu);
+			if (e) {
+				if (e == ETIMEDOUT || e == ENOTRECOVERABLE)
+					__atomic_store_n(&sync_lock_broken, 1, __ATOMIC_RELAXED);
+				mu = NULL;
+			} else if (__atomic_load_n(&st->synced, __ATOMIC_ACQUIRE) >= end) {
+				pthread_mutex_unlock(mu); /* the holder before us synced for us */
+				return 0;
+			}
+		}
+		upto = __atomic_load_n(&st->end, __ATOMIC_ACQUIRE);
+	}
+	int rc = bbx_writer_sync(&run->w);
+	if (rc == 0) {
+		__atomic_add_fetch(&bbx_run_syncs, 1, __ATOMIC_RELAXED);
+		uint64_t cur = __atomic_load_n(&st->synced, __ATOMIC_ACQUIRE);
+		while (cur < upto && !__atomic_compare_exchange_n(&st->synced, &cur, upto, false,
+								  __ATOMIC_ACQ_REL,
+								  __ATOMIC_ACQUIRE))
+			;
+	}
+	if (mu)
+		pthread_mutex_unlock(mu);
+	return rc; /* not durable: the caller refuses the mutation (invariant 2) */
+}
+
+int bbx_run_fsync_path(const char *p)
+{
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = bbx_sys.fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+int bbx_run_set_sync(const char *dir, int mode)
+{
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/state", dir);
+	struct bbx_state *st;
+	int rc = bbx_state_map(p, &st);
+	if (rc)
+		return rc;
+	__atomic_store_n(&st->sync, (uint32_t)mode, __ATOMIC_RELEASE);
+	bbx_state_unmap(st);
+	if (mode == BBX_SYNC_OFF)
+		return 0;
+	/* The directory's own entries (journal, objects/, meta, policy) and its entry in
+	 * its parent: a durable record in a journal nobody can find is no use. */
+	const char *files[] = {"journal", "meta", NULL};
+	for (int i = 0; files[i]; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+		if ((rc = bbx_run_fsync_path(p)))
+			return rc;
+	}
+	if ((rc = bbx_run_fsync_path(dir)))
+		return rc;
+	snprintf(p, sizeof p, "%s/..", dir);
+	return bbx_run_fsync_path(p);
 }
 
 int bbx_run_object_name(uint64_t seq, char *out, size_t cap)

@@ -70,6 +70,24 @@ extern void (*bbx_run_prologue)(struct bbx_run *run);
  * (bbx_writer_append_chained).  Returns 0 or -errno. */
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 
+/* [journal] sync (state.h, enum bbx_sync): the run's mode, as bbx-run set it in the
+ * state file (off for a run without bbx-run, and for an undo's own journal). */
+int bbx_run_sync_mode(const struct bbx_run *run);
+/* Makes the journal durable up to byte end (this thread's last record:
+ * bbx_run_last_pos.end): nothing when the mode is off; with group, nothing when
+ * another process's fdatasync already covered end; else fdatasync(2).  bbx_run_emit
+ * calls it after every record written before a mutation (CREATE, PRESERVE, SIZE,
+ * RMDIR, RENAME, META).  Returns 0 or -errno (the mutation is then refused). */
+int bbx_run_sync(struct bbx_run *run, uint64_t end);
+/* fdatasync(2) calls this process made for bbx_run_sync (tests). */
+extern unsigned long bbx_run_syncs;
+/* bbx-run, before the command starts: sets the run's sync mode in DIR/state and, unless
+ * off, makes the directory itself durable (journal, meta, the directory and its entry
+ * in its parent).  Returns 0 or -errno. */
+int bbx_run_set_sync(const char *dir, int mode);
+/* fsync(2) of a file or directory by path.  Returns 0 or -errno. */
+int bbx_run_fsync_path(const char *path);
+
 /* Objects live in 256 shard directories, objects/<seq & 0xff, 2 hex digits>/<seq>,
  * made on first use: a link into a small directory is several times cheaper on ext4
  * than into one holding every pre-image of a big run.  The record names the object by

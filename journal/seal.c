@@ -110,6 +110,14 @@ int bbx_seal(const char *dir, size_t *npaths)
 		rc = bbx_run_emit(&run, &e, seq);
 		if (rc == 0)
 			rc = seal_meta(dir, seq, &bbx_run_last_pos);
+		/* [journal] sync: the seal, and the chain head in meta, durable too. */
+		if (rc == 0 && bbx_run_sync_mode(&run) != BBX_SYNC_OFF) {
+			char mp[PATH_MAX + 16];
+			snprintf(mp, sizeof mp, "%s/meta", dir);
+			rc = bbx_writer_sync(&run.w);
+			if (rc == 0)
+				rc = bbx_run_fsync_path(mp);
+		}
 	}
 	bbx_pathmap_free(&m);
 	bbx_run_close(&run);

@@ -24,15 +24,23 @@ size_t bbx_state_lock_off(uint32_t nslots)
 	return (state_bytes(nslots) + 63) & ~(size_t)63;
 }
 
+#define LOCK_SPAN ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63)
+
+/* Version 2: the journal lock after the slots; version 3: the sync lock after it. */
+static size_t state_total_v(uint32_t nslots, uint32_t version)
+{
+	return bbx_state_lock_off(nslots) + (version >= 3 ? 2 : 1) * LOCK_SPAN;
+}
+
 static size_t state_total(uint32_t nslots)
 {
-	return bbx_state_lock_off(nslots) + ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63);
+	return state_total_v(nslots, BBX_STATE_VERSION);
 }
 
 /* Mapped length of st: version 2 files carry the lock after the slots. */
 static size_t state_len(const struct bbx_state *st)
 {
-	return st->version >= 2 ? state_total(st->nslots) : state_bytes(st->nslots);
+	return st->version >= 2 ? state_total_v(st->nslots, st->version) : state_bytes(st->nslots);
 }
 
 pthread_mutex_t *bbx_state_lock(struct bbx_state *st)
@@ -42,9 +50,17 @@ pthread_mutex_t *bbx_state_lock(struct bbx_state *st)
 	return (pthread_mutex_t *)((char *)st + bbx_state_lock_off(st->nslots));
 }
 
+pthread_mutex_t *bbx_state_sync_lock(struct bbx_state *st)
+{
+	if (st->version < 3)
+		return NULL;
+	return (pthread_mutex_t *)((char *)st + bbx_state_lock_off(st->nslots) + LOCK_SPAN);
+}
+
 /* The journal lock: shared by every process of the run, and robust, so that a process
  * killed while holding it (kill -9 in the middle of an append) hands it to the next
- * one with EOWNERDEAD instead of hanging the run (writer.c recovers the chain head). */
+ * one with EOWNERDEAD instead of hanging the run (writer.c recovers the chain head).
+ * The sync lock (version 3, [journal] sync = group) is made the same way. */
 static int init_lock(int fd)
 {
 	size_t off = bbx_state_lock_off(BBX_STATE_SLOTS), pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -60,6 +76,8 @@ static int init_lock(int fd)
 		e = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	if (!e)
 		e = pthread_mutex_init((pthread_mutex_t *)(m + (off - base)), &a);
+	if (!e)
+		e = pthread_mutex_init((pthread_mutex_t *)(m + (off - base) + LOCK_SPAN), &a);
 	pthread_mutexattr_destroy(&a);
 	munmap(m, len);
 	return -e;

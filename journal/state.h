@@ -40,19 +40,31 @@ struct bbx_state_slot {
  * uses three of version 1's reserved words for the hash chain; the header and the slot
  * table are laid out as in version 1, so a version 1 file still maps (without a lock:
  * its journal is written unchained). */
-#define BBX_STATE_VERSION 2
+#define BBX_STATE_VERSION 3 /* 3: the sync lock after the journal lock */
+
+/* [journal] sync (policy.ini), kept in the state file so that every process of the run,
+ * the shim and bbx-run alike, knows it before its first record (run.c). */
+enum bbx_sync {
+	BBX_SYNC_OFF = 0,    /* no fsync: a machine crash may lose the journal's tail */
+	BBX_SYNC_GROUP = 1,  /* durable before the mutation; one fdatasync covers every record
+				written before it began, across processes (group commit) */
+	BBX_SYNC_ALWAYS = 2, /* durable before the mutation; every such record synced itself */
+};
 
 struct bbx_state {
 	uint32_t magic, version;
 	uint64_t seq;    /* next sequence number (atomic) */
 	uint32_t nslots, epoch;
 	uint32_t flags;
-	uint32_t pad;
+	uint32_t sync;   /* enum bbx_sync, set by bbx-run before the command starts (was pad) */
 	/* The journal's hash chain, read and written only under the journal lock
 	 * (writer.c): the trailer of the last complete record, the number of complete
-	 * records written, and the journal bytes accounted for (records and torn bytes). */
+	 * records written, and the journal bytes accounted for (records and torn bytes).
+	 * end is also read without the lock (atomically) by group commit. */
 	uint64_t chain, nrec, end;
-	uint64_t reserved[1];
+	/* Group commit: journal bytes known durable (an fdatasync that began after they
+	 * were accounted in end returned).  Only ever raised, atomically (was reserved). */
+	uint64_t synced;
 	struct bbx_state_slot slot[];
 };
 
@@ -62,6 +74,10 @@ size_t bbx_state_lock_off(uint32_t nslots);
 /* The run's journal lock (a process-shared robust mutex), or NULL for a version 1
  * state file. */
 pthread_mutex_t *bbx_state_lock(struct bbx_state *st);
+/* The group-commit lock (version 3: 64 bytes after the journal lock; NULL before):
+ * held around one fdatasync of the journal, so that writers arriving while it runs
+ * queue behind it and the first of them syncs for all (run.c). */
+pthread_mutex_t *bbx_state_sync_lock(struct bbx_state *st);
 
 /* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
 int bbx_state_create(const char *path);

@@ -9,4 +9,6 @@ struct bbx_sys bbx_sys = {
 	.write = write,
 	.copy_file_range = copy_file_range,
 	.linkat = linkat,
+	.fdatasync = fdatasync,
+	.fsync = fsync,
 };

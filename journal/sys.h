@@ -19,6 +19,10 @@ struct bbx_sys {
 				   unsigned flags);
 	int (*linkat)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 		      int flags);
+	/* [journal] sync = group | always: the journal (fdatasync), objects and their
+	 * directories (fsync). */
+	int (*fdatasync)(int fd);
+	int (*fsync)(int fd);
 };
 
 extern struct bbx_sys bbx_sys;

@@ -793,6 +793,25 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 				fix_push(&c, &rec, st->off);
 			if (st->action == BBX_UNDO_DIRMETA)
 				continue;
+			if (st->action == BBX_UNDO_LOST) {
+				/* Nothing to do, dry run or not: the pre-image was never kept
+				 * ([journal] over_max_preserve = allow).  The path stays as the
+				 * run left it; reported, counted, and bbx-undo says so in its
+				 * exit status. */
+				s->lost++;
+				if (o->out) {
+					fprintf(o->out, "lost: %s cannot be restored: the run changed it "
+						"without keeping a copy", rec.path);
+					if (rec.reason || rec.rule)
+						fprintf(o->out, " (%s%s%s)", rec.reason ? rec.reason : "",
+							rec.reason && rec.rule ? "; " : "",
+							rec.rule ? rec.rule : "");
+					fprintf(o->out, "; left as the run left it\n");
+				}
+				if (!o->dry_run)
+					progress_save(&c, 2, i + 1);
+				continue;
+			}
 			if (o->dry_run) {
 				if (o->out)
 					fprintf(o->out, "would %s %s%s%s\n",
@@ -814,12 +833,6 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 			case BBX_UNDO_MKDIR: do_mkdir(&c, &rec); break;
 			case BBX_UNDO_RENAME_BACK: do_rename_back(&c, &rec); break;
 			case BBX_UNDO_META: do_meta(&c, &rec); break;
-			case BBX_UNDO_LOST:
-				s->lost++;
-				if (o->out)
-					fprintf(o->out, "lost: %s could not be preserved by the run\n",
-						rec.path);
-				break;
 			}
 			progress_save(&c, 2, i + 1);
 			if (o->progress && (i & 4095) == 4095)
@@ -844,8 +857,9 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			char line[PATH_MAX + 64];
-			int n = snprintf(line, sizeof line, "undo=%s\ntime=%lld\nconflicts=%zu\n",
-					 s->undo_dir, (long long)time(NULL), s->conflicts);
+			int n = snprintf(line, sizeof line,
+					 "undo=%s\ntime=%lld\nconflicts=%zu\nlost=%zu\n", s->undo_dir,
+					 (long long)time(NULL), s->conflicts, s->lost);
 			(void)!write(fd, line, (size_t)n);
 			close(fd);
 		}

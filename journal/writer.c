@@ -186,7 +186,7 @@ static void chain_recover(struct bbx_writer *w, struct bbx_state *st)
 			st->nrec++;
 			end += len;
 		}
-		st->end = end;
+		__atomic_store_n(&st->end, end, __ATOMIC_RELEASE);
 	}
 	close(fd);
 }
@@ -234,7 +234,9 @@ int bbx_writer_append_chained(struct bbx_writer *w, struct bbx_state *st, void *
 	}
 	if (bbx_writer_test_hook)
 		bbx_writer_test_hook();
-	st->end += done;
+	/* Under the lock like every access to end, but atomic: group commit reads it
+	 * without the lock (run.c). */
+	__atomic_store_n(&st->end, st->end + done, __ATOMIC_RELEASE);
 	if (rc == 0) {
 		st->chain = t;
 		st->nrec++;
@@ -246,6 +248,22 @@ int bbx_writer_append_chained(struct bbx_writer *w, struct bbx_state *st, void *
 	}
 	pthread_mutex_unlock(mu);
 	return rc;
+}
+
+int bbx_writer_sync(struct bbx_writer *w)
+{
+	int fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+	if (bbx_sys.fdatasync(fd) == 0)
+		return 0;
+	if (errno != EBADF)
+		return -errno;
+	/* Closed under us (a program's close of every descriptor): the journal reopened
+	 * is the same inode, and syncing it is the same. */
+	int rc = writer_reopen(w);
+	if (rc)
+		return rc;
+	fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+	return bbx_sys.fdatasync(fd) == 0 ? 0 : -errno;
 }
 
 void bbx_writer_close(struct bbx_writer *w)

@@ -47,6 +47,9 @@ int bbx_writer_open(struct bbx_writer *w, const char *dir);
  * (-EIO; the torn bytes are skipped by readers), or the journal could not be reopened. */
 int bbx_writer_append(struct bbx_writer *w, const void *rec, size_t len);
 void bbx_writer_close(struct bbx_writer *w);
+/* fdatasync(2) of the journal (reopened first if its descriptor was closed under us).
+ * Returns 0 or -errno. */
+int bbx_writer_sync(struct bbx_writer *w);
 
 struct bbx_state;
 

@@ -12,6 +12,7 @@
 #include "ini.h"
 #include "compile.h"
 #include "journal/record.h"
+#include "journal/state.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -56,6 +57,11 @@ struct comp {
 	uint32_t mode, explain, static_action, results_all, fingerprint;
 	int mode_line, explain_line, static_line, results_line, fingerprint_line;
 	char *static_loc;
+	/* [journal] */
+	uint64_t max_preserve; /* UINT64_MAX: unlimited */
+	uint32_t over_max, sync;
+	int max_preserve_line, over_max_line, sync_line;
+	char *max_preserve_loc, *over_max_loc;
 	bool oom;
 };
 
@@ -314,6 +320,52 @@ static int parse_onoff(const char *v, uint32_t *out)
 	else
 		return -1;
 	return 0;
+}
+
+/* A byte count: digits, then optionally one of K, M, G, T (binary multiples, either
+ * case), or "unlimited" (UINT64_MAX).  -1 if malformed, -2 if 16 EiB or more. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	if (!strcmp(s, "unlimited")) {
+		*out = UINT64_MAX;
+		return 0;
+	}
+	uint64_t n = 0;
+	const char *p = s;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (n > (UINT64_MAX - 9) / 10)
+			return isdigit((unsigned char)p[1]) || !p[1] || strchr("KMGTkmgt", p[1]) ? -2 : -1;
+		n = n * 10 + (uint64_t)(*p - '0');
+	}
+	if (p == s)
+		return -1;
+	unsigned shift = 0;
+	if (*p) {
+		const char *u = strchr("KMGT", toupper((unsigned char)*p));
+		if (!u || p[1])
+			return -1;
+		shift = 10 * (unsigned)(u - "KMGT" + 1);
+	}
+	if (shift && n > (UINT64_MAX >> shift))
+		return -2;
+	n <<= shift;
+	if (n == UINT64_MAX)
+		return -2; /* reserved for "unlimited" */
+	*out = n;
+	return 0;
+}
+
+/* The shortest form parse_size() reads back: 256M, 1536K, 1000. */
+static void print_size(uint64_t n, char *out, size_t cap)
+{
+	static const char suf[] = "KMGT";
+	int u = -1;
+	while (u < 3 && n && !(n & 1023))
+		n >>= 10, u++;
+	if (u < 0)
+		snprintf(out, cap, "%llu", (unsigned long long)n);
+	else
+		snprintf(out, cap, "%llu%c", (unsigned long long)n, suf[u]);
 }
 
 static int parse_port(const char *s, uint16_t *port)
@@ -709,10 +761,49 @@ static int on_pair(void *user, const char *section, const char *key, const char 
 				FAIL("bad value \"%s\" (expected all or failures)", v);
 			return 0;
 		}
-		if (!strcmp(key, "sync") || !strcmp(key, "max_preserve"))
-			FAIL("not supported yet (bbx 0.1 journals every file in full and syncs "
-			     "at the end of the run)");
-		FAIL("unknown key (expected results)");
+		if (!strcmp(key, "max_preserve")) {
+			if (once(&c->max_preserve_line, line, section, key, err, cap))
+				return -1;
+			int ps = parse_size(v, &c->max_preserve);
+			if (ps == -2)
+				FAIL("size \"%s\" too large (must be below 16 EiB; or unlimited)", v);
+			if (ps)
+				FAIL("bad size \"%s\" (expected a number of bytes with an optional "
+				     "K, M, G or T suffix, e.g. 256M, or unlimited)",
+				     v);
+			free(c->max_preserve_loc);
+			c->max_preserve_loc = xasprintf(c, "%s:%d [journal] max_preserve", c->base,
+							line);
+			return 0;
+		}
+		if (!strcmp(key, "over_max_preserve")) {
+			if (once(&c->over_max_line, line, section, key, err, cap))
+				return -1;
+			if (!strcmp(v, "refuse"))
+				c->over_max = BBX_OVER_REFUSE;
+			else if (!strcmp(v, "allow"))
+				c->over_max = BBX_OVER_ALLOW;
+			else
+				FAIL("bad value \"%s\" (expected refuse or allow)", v);
+			free(c->over_max_loc);
+			c->over_max_loc = xasprintf(c, "%s:%d [journal] over_max_preserve", c->base,
+						    line);
+			return 0;
+		}
+		if (!strcmp(key, "sync")) {
+			if (once(&c->sync_line, line, section, key, err, cap))
+				return -1;
+			if (!strcmp(v, "off"))
+				c->sync = BBX_SYNC_OFF;
+			else if (!strcmp(v, "group"))
+				c->sync = BBX_SYNC_GROUP;
+			else if (!strcmp(v, "always"))
+				c->sync = BBX_SYNC_ALWAYS;
+			else
+				FAIL("bad value \"%s\" (expected off, group or always)", v);
+			return 0;
+		}
+		FAIL("unknown key (expected results, sync, max_preserve or over_max_preserve)");
 	}
 
 	/* redact */
@@ -864,11 +955,22 @@ static int layout(struct comp *c, void **blob, size_t *len)
 		.redact_fingerprint = c->fingerprint,
 		.n_rules = (uint32_t)c->n_rules,
 		.n_inodes = (uint32_t)c->n_inodes,
+		.over_max = c->over_max,
+		.sync = c->sync,
 		.reads_exact = !c->reads_inexact,
 	};
 	if (st_add(&t, "", &off) || st_add(&t, c->src, &h.src) ||
 	    st_add(&t, c->ws, &h.workspace) ||
 	    st_add(&t, c->static_loc ? c->static_loc : "built-in", &h.static_loc))
+		goto out;
+	/* max_preserve applies when its origin is not the empty string (offset 0). */
+	if (c->max_preserve != UINT64_MAX) {
+		h.max_preserve_lo = (uint32_t)c->max_preserve;
+		h.max_preserve_hi = (uint32_t)(c->max_preserve >> 32);
+		if (st_add(&t, c->max_preserve_loc, &h.max_preserve_loc))
+			goto out;
+	}
+	if (c->over_max_loc && st_add(&t, c->over_max_loc, &h.over_max_loc))
 		goto out;
 	struct bbx_pol_rule *rules = calloc(c->n_rules ? c->n_rules : 1, sizeof *rules);
 	if (!rules)
@@ -961,6 +1063,8 @@ static void comp_free(struct comp *c)
 	free(c->rules);
 	free(c->inodes);
 	free(c->static_loc);
+	free(c->max_preserve_loc);
+	free(c->over_max_loc);
 }
 
 int bbx_pol_compile(const char *file, const struct bbx_pol_vars *vars, void **blob,
@@ -969,7 +1073,8 @@ int bbx_pol_compile(const char *file, const struct bbx_pol_vars *vars, void **bl
 	struct comp c = {.src = file ? file : "built-in",
 			 .explain = 1,
 			 .static_action = BBX_ACT_WARN,
-			 .results_all = 1};
+			 .results_all = 1,
+			 .max_preserve = UINT64_MAX};
 	const char *slash = file ? strrchr(file, '/') : NULL;
 	c.base = slash ? slash + 1 : c.src;
 	set_vars(&c, vars);
@@ -1188,6 +1293,20 @@ void bbx_pol_print(const struct bbx_pol_hdr *p, FILE *out)
 		   bbx_pol_str(p, p->static_loc));
 
 	fprintf(out, "\n[journal]\nresults = %s\n", p->results_all ? "all" : "failures");
+	static const char *const syncs[] = {"off", "group", "always"};
+	fprintf(out, "sync = %s\n", p->sync <= BBX_SYNC_ALWAYS ? syncs[p->sync] : "?");
+	if (bbx_pol_max_preserve(p) == UINT64_MAX) {
+		fprintf(out, "max_preserve = unlimited\n");
+	} else {
+		char v[32];
+		print_size(bbx_pol_max_preserve(p), v, sizeof v);
+		print_rule(out, "max_preserve", v, bbx_pol_str(p, p->max_preserve_loc));
+	}
+	const char *ov = p->over_max == BBX_OVER_ALLOW ? "allow" : "refuse";
+	if (p->over_max_loc)
+		print_rule(out, "over_max_preserve", ov, bbx_pol_str(p, p->over_max_loc));
+	else
+		fprintf(out, "over_max_preserve = %s\n", ov);
 
 	fprintf(out, "\n[redact]\n");
 	for (uint32_t i = 0; i < p->n_rules; i++)

@@ -38,7 +38,9 @@ int bbx_pol_check(const void *blob, size_t len)
 	    (p->n_inodes && p->inodes_off < sizeof *p) || p->strings_off < sizeof *p)
 		return -EINVAL;
 	if (((const char *)p)[send - 1] != 0 || !str_ok(p, p->src) || !str_ok(p, p->workspace) ||
-	    !str_ok(p, p->static_loc) || p->mode > BBX_MODE_SAFE)
+	    !str_ok(p, p->static_loc) || p->mode > BBX_MODE_SAFE ||
+	    !str_ok(p, p->max_preserve_loc) || !str_ok(p, p->over_max_loc) ||
+	    p->over_max > BBX_OVER_ALLOW || p->sync > 2 /* BBX_SYNC_ALWAYS */)
 		return -EINVAL;
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
 	for (uint32_t i = 0; i < p->n_rules; i++) {

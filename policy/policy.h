@@ -120,14 +120,38 @@ struct bbx_pol_hdr {
 	uint32_t src;           /* string: the policy file ("built-in" for the default) */
 	uint32_t workspace;     /* string: ${WORKSPACE} as expanded */
 	uint32_t n_write, n_protect, n_deny_read, n_net, n_exec; /* counts, for fast paths */
+	/* [journal] (taken from the words reserved in the first layout, so an older blob
+	 * reads as the defaults: no limit, refuse, off).  max_preserve in bytes, as two
+	 * halves (the header keeps its 4-byte alignment); it applies only when
+	 * max_preserve_loc is not the empty string (bbx_pol_max_preserve()). */
+	uint32_t max_preserve_lo, max_preserve_hi;
+	uint32_t max_preserve_loc; /* string: "policy.ini:12 [journal] max_preserve" ("": unlimited) */
+	uint32_t over_max;         /* enum bbx_pol_over: [journal] over_max_preserve */
+	uint32_t over_max_loc;     /* string: where over_max_preserve was set ("": default) */
+	uint32_t sync;             /* enum bbx_sync (journal/state.h): [journal] sync */
 	/* 1: a deny_read object can be reached by no path but its own: none of the listed
 	 * inodes has a second hard link, and no deny_read root's filesystem is mounted
 	 * twice (bind mounts).  The shim then decides a read-only open of an absolute
-	 * path without symlinks by its words alone (shim/read.c, openat2 with
+	 * path without symlinks by its words alone (shim/policy.c, openat2 with
 	 * RESOLVE_NO_SYMLINKS), without the identity check after it. */
-	uint32_t reads_exact;
-	uint32_t reserved[8];
+	uint32_t reads_exact; /* (a reserved word before: 0, the safe answer, in an older blob) */
+	uint32_t reserved[2];
 };
+
+/* [journal] over_max_preserve: what a mutation that would need a copy of a regular file
+ * larger than max_preserve gets. */
+enum bbx_pol_over {
+	BBX_OVER_REFUSE = 0, /* refused with EFBIG, DENY record (the default) */
+	BBX_OVER_ALLOW = 1,  /* goes ahead without a copy: PRESERVE how=lost, unrecoverable */
+};
+
+/* The preserve limit in bytes; UINT64_MAX when there is none. */
+static inline uint64_t bbx_pol_max_preserve(const struct bbx_pol_hdr *p)
+{
+	if (!p->max_preserve_loc)
+		return UINT64_MAX;
+	return (uint64_t)p->max_preserve_hi << 32 | p->max_preserve_lo;
+}
 
 /* ---- matcher (policy/match.c): allocation-free, async-signal-safe, no syscalls ---- */
 

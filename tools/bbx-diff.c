@@ -51,6 +51,7 @@ struct origin {
 	bool has_presize;  /* before the run it was the first presize bytes of ... */
 	uint64_t presize;  /* ... obj if set, else of the file it is now */
 	bool changed;      /* its content was written */
+	bool lost;         /* ... without a pre-image (PRESERVE how=lost) */
 	const char *target; size_t target_len; /* a symlink's content */
 };
 
@@ -134,7 +135,10 @@ static void move_under(const char *from, const char *to)
 
 static bool is_content_preserve(const struct bbx_rec *r)
 {
-	return (r->how == BBX_HOW_COPY || r->how == BBX_HOW_REFLINK) && r->op &&
+	/* how=lost: content overwritten without a copy ([journal] over_max_preserve =
+	 * allow): a content change whose pre-image the journal does not have. */
+	return (r->how == BBX_HOW_COPY || r->how == BBX_HOW_REFLINK || r->how == BBX_HOW_LOST) &&
+	       r->op &&
 	       strcmp(r->op, "unlink") && strcmp(r->op, "unlinkat") && strcmp(r->op, "remove") &&
 	       strncmp(r->op, "rename", 6);
 }
@@ -171,9 +175,10 @@ static void walk(const struct bbx_rec *r)
 		touch(p, true, r);
 		o = cur_get(p);
 		if (is_content_preserve(r)) {
-			if (o && o != NEW && !O[o - 1].obj) {
+			if (o && o != NEW && !O[o - 1].obj && !O[o - 1].lost) {
 				O[o - 1].obj = r->object;
 				O[o - 1].changed = true;
+				O[o - 1].lost = r->how == BBX_HOW_LOST;
 			}
 		} else {
 			if (o && o != NEW && !O[o - 1].obj && !O[o - 1].has_presize && r->object)
@@ -517,7 +522,10 @@ static int show(const struct change *c, int mode, long *adds, long *dels)
 		if (!pre) {
 			if (o->changed || c->st == 'D') {
 				if (mode == OUT_FULL)
-					printf("(the pre-image of %s is no longer in the journal)\n", o->path);
+					printf(o->lost ? "(the pre-image of %s was not kept: over [journal] "
+							 "max_preserve, allowed by over_max_preserve)\n"
+						       : "(the pre-image of %s is no longer in the journal)\n",
+					       o->path);
 				else if (mode == OUT_STAT)
 					printf(" %s | pre-image not kept\n", c->path);
 			}

@@ -147,7 +147,8 @@ const char *bbx_log_access_name(uint32_t a)
 /* PRESERVE has two forms: content (the name stays) and removal (the name goes). */
 bool bbx_log_is_content(const struct bbx_rec *r)
 {
-	return r->type == BBX_REC_PRESERVE && (r->how == BBX_HOW_COPY || r->how == BBX_HOW_REFLINK) &&
+	return r->type == BBX_REC_PRESERVE &&
+	       (r->how == BBX_HOW_COPY || r->how == BBX_HOW_REFLINK || r->how == BBX_HOW_LOST) &&
 	       r->op && strcmp(r->op, "unlink") && strcmp(r->op, "unlinkat") &&
 	       strcmp(r->op, "remove") && strncmp(r->op, "rename", 6);
 }
@@ -619,8 +620,10 @@ static void print_record(FILE *o, const struct bbx_rec *r)
 		fprintf(o, " target=");
 		bbx_log_put_esc(o, r->target, r->target_len);
 	}
-	if (r->type == BBX_REC_SIZE)
+	if (r->has_size)
 		fprintf(o, " size=%llu", (unsigned long long)r->size);
+	if (r->has_duration)
+		fprintf(o, " duration=%lluns", (unsigned long long)r->duration);
 	if (r->type == BBX_REC_CREATE)
 		fprintf(o, " mode=%04o", r->flags & 07777);
 	if (r->type == BBX_REC_RENAME && r->flags)
@@ -661,6 +664,10 @@ static void print_record(FILE *o, const struct bbx_rec *r)
 		fprintf(o, " rule=");
 		bbx_log_put_str(o, r->rule);
 	}
+	if (r->reason && r->type != BBX_REC_DENY) {
+		fprintf(o, " reason=");
+		bbx_log_put_str(o, r->reason);
+	}
 	if (r->text) {
 		fprintf(o, " text=");
 		bbx_log_put_str(o, r->text);
@@ -680,6 +687,43 @@ const char *bbx_log_outcome(const struct ev *e, char *buf, size_t cap)
 		return "ok";
 	snprintf(buf, cap, "= %lld", (long long)res->ret);
 	return buf;
+}
+
+/* What a PRESERVE kept, when it is worth a reader's eye: a pre-image that was not kept
+ * (over [journal] max_preserve, allowed: undo cannot restore the path), or a copy large
+ * or slow enough to explain why its call took long. */
+static void print_kept(FILE *o, const struct bbx_rec *r)
+{
+	char hs[32];
+	if (r->how == BBX_HOW_LOST) {
+		fprintf(o, " %sNOT PRESERVED%s", C("1;31"), C("0"));
+		if (r->has_size) {
+			bbx_fmt_size(r->size, hs, sizeof hs);
+			fprintf(o, " %s", hs);
+		}
+		fprintf(o, ", cannot be undone");
+		if (r->reason) {
+			fprintf(o, " (");
+			bbx_log_put_str(o, r->reason);
+			putc(')', o);
+		}
+		if (r->rule) {
+			fprintf(o, " rule ");
+			bbx_log_put_str(o, r->rule);
+		}
+		return;
+	}
+	if (!r->has_size || (r->how != BBX_HOW_COPY && r->how != BBX_HOW_REFLINK))
+		return;
+	uint64_t ms = r->has_duration ? r->duration / 1000000 : 0;
+	if (r->size < (1u << 20) && ms < 100)
+		return; /* small and quick: nothing to say */
+	bbx_fmt_size(r->size, hs, sizeof hs);
+	if (r->how == BBX_HOW_REFLINK)
+		fprintf(o, " (kept %s by reflink)", hs);
+	else
+		fprintf(o, " (kept %s by copy in %llu.%02llu s)", hs, (unsigned long long)(ms / 1000),
+			(unsigned long long)(ms % 1000 / 10));
 }
 
 static void print_event(FILE *o, const struct ev *e)
@@ -746,6 +790,8 @@ static void print_event(FILE *o, const struct ev *e)
 				r->mask & BBX_META_XATTR ? "+xattr" : "");
 		if (r->type == BBX_REC_SIZE)
 			fprintf(o, " from %llu bytes", (unsigned long long)r->size);
+		if (r->type == BBX_REC_PRESERVE)
+			print_kept(o, r);
 		if (r->text) {
 			fprintf(o, " \"");
 			bbx_log_put_str(o, r->text);

@@ -174,6 +174,10 @@ int main(int argc, char **argv)
 	free(cmdline);
 	if ((rc = bbx_pol_install(dir, pblob, plen)))
 		errx(1, "%s: cannot install the policy: %s", dir, strerror(-rc));
+	/* [journal] sync lives in the state file: every process of the run reads it there
+	 * before its first record, whatever it has or has not mapped yet. */
+	if ((rc = bbx_run_set_sync(dir, (int)((const struct bbx_pol_hdr *)pblob)->sync)))
+		errx(1, "%s: cannot set up [journal] sync: %s", dir, strerror(-rc));
 
 	/* The command's own start, the run's first EXEC record, is written by the shim
 	 * (EXEC_UNDER_SHIM), after the policy had its say. */
@@ -253,11 +257,16 @@ int main(int argc, char **argv)
 		else if (!quiet)
 			fprintf(stderr,
 				"bbx-run: command failed (status %d); transaction rolled back: %zu "
-				"restored, %zu removed, %zu conflicts, %zu errors\n",
-				code, s.restored, s.removed, s.conflicts, s.errors);
+				"restored, %zu removed, %zu conflicts, %zu errors%s\n",
+				code, s.restored, s.removed, s.conflicts, s.errors,
+				s.lost ? ", some paths not restorable (see lost: above)" : "");
 		if (!rc && s.errors)
 			warnx("transaction: %zu paths could not be restored; see bbx-undo %s", s.errors,
 			      dir);
+		if (!rc && s.lost)
+			warnx("transaction: %zu paths were changed without a preserved copy "
+			      "([journal] over_max_preserve = allow) and stay as the command left them",
+			      s.lost);
 	} else if (!quiet && !jarg) {
 		fprintf(stderr, "bbx-run: journal %s (%zu paths touched); undo with: bbx-undo\n", dir,
 			npaths);

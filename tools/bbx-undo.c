@@ -19,12 +19,15 @@ static void usage(FILE *f)
 		"Replay a run's journal backward (default: the latest run) and restore every\n"
 		"path it touched. The undo is journaled in JOURNAL/undo: bbx-undo JOURNAL/undo\n"
 		"reverts it. Paths changed by someone else after the run are conflicts: the\n"
-		"later version is kept as PATH.bbx-conflict and the exit status is 3.\n"
+		"later version is kept as PATH.bbx-conflict and the exit status is 3. Paths the\n"
+		"run changed without keeping a copy ([journal] over_max_preserve = allow) are\n"
+		"listed as lost and stay as the run left them; the exit status is then 4.\n"
 		"  -n, --dry-run  print what would be done, change nothing\n"
 		"  -v, --verbose  print every path restored or removed\n"
 		"  -q, --quiet    print only conflicts and errors\n"
 		"  -h, --help     this text\n"
-		"Exit status: 0 restored, 1 failure, 2 usage error, 3 restored with conflicts.\n");
+		"Exit status: 0 restored, 1 failure, 2 usage error, 3 restored with conflicts,\n"
+		"4 restored except the paths listed as lost (not restorable).\n");
 }
 
 int main(int argc, char **argv)
@@ -69,19 +72,26 @@ int main(int argc, char **argv)
 	if (!s.sealed && !o.dry_run && !quiet)
 		fprintf(stderr, "bbx-undo: the run was not sealed (killed, or started without "
 				"bbx-run): changes made after it cannot be told apart\n");
-	if (!quiet || s.conflicts || s.errors)
+	if (!quiet || s.conflicts || s.errors || s.lost) {
 		printf("bbx-undo: %s%zu records, %zu restored, %zu removed, %zu conflicts, %zu "
-		       "errors%s%s\n",
+		       "errors",
 		       o.dry_run ? "(dry run) " : "", s.records, s.restored, s.removed, s.conflicts,
-		       s.errors, s.owner_skipped ? ", owners not restorable: " : "",
+		       s.errors);
+		if (s.lost)
+			printf(", %zu lost (not restorable)", s.lost);
+		printf("%s%s\n", s.owner_skipped ? ", owners not restorable: " : "",
 		       s.owner_skipped ? "some (not root)" : "");
+	}
 	if (!o.dry_run && !quiet)
 		printf("bbx-undo: this undo is journaled in %s (bbx-undo %s reverts it)\n", s.undo_dir,
 		       s.undo_dir);
 	if (s.unrestorable)
 		printf("bbx-undo: %zu conflicting path(s) left at their later version (see above)\n",
 		       s.unrestorable);
+	if (s.lost)
+		printf("bbx-undo: %zu path(s) not restorable: changed by the run without a kept "
+		       "copy, left as the run left them (see lost: above)\n", s.lost);
 	if (s.errors)
 		return 1;
-	return s.conflicts ? 3 : 0;
+	return s.lost ? 4 : s.conflicts ? 3 : 0;
 }

@@ -142,6 +142,10 @@ void bbx_log_print_json(FILE *o, const struct ev *e)
 	json_kstr(o, &f, "object", r->object);
 	if (r->has_size)
 		fprintf(o, ",\"size\":%llu", (unsigned long long)r->size);
+	if (r->has_duration)
+		fprintf(o, ",\"duration_ns\":%llu", (unsigned long long)r->duration);
+	if (r->type == BBX_REC_PRESERVE && r->how == BBX_HOW_LOST)
+		fprintf(o, ",\"restorable\":false");
 	if (r->type == BBX_REC_CREATE || r->type == BBX_REC_RENAME)
 		fprintf(o, ",\"flags\":%u", r->flags);
 	if (r->type == BBX_REC_META) {

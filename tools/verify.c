@@ -453,7 +453,18 @@ static void check_objects(struct vctx *c)
 		const struct slot *s = &c->s[i];
 		struct bbx_rec r;
 		if (s->kind != S_OK || s->type != BBX_REC_PRESERVE ||
-		    bbx_rec_decode(c->map + s->off, s->len, &r) || !r.object)
+		    bbx_rec_decode(c->map + s->off, s->len, &r))
+			continue;
+		if (r.how == BBX_HOW_LOST) {
+			/* Allowed by the policy, so not a fault of the journal; but an undo
+			 * will not be complete, which whoever verifies should know. */
+			struct finding *f = add(c, false, "lost", s, true);
+			FMT(f, "journal:%zu: seq %" PRIu64 ": %.512s not preserved (how=lost, %.200s): "
+			    "bbx-undo cannot restore it", s->off, s->seq, r.path ? r.path : "?",
+			    r.rule ? r.rule : "allowed by the policy");
+			continue;
+		}
+		if (!r.object)
 			continue;
 		if (strstr(r.object, "..") || r.object[0] == '/') {
 			struct finding *f = add(c, true, "object", s, true);

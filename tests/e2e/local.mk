@@ -39,3 +39,11 @@ TESTS += tests/e2e/t-egress.sh
 EXTRA_DIST += tests/e2e/t-egress.sh tests/e2e/netserve.py tests/e2e/netrec.py \
 	tests/policy/net-port.ini tests/policy/net-cidr.ini tests/policy/net-host.ini \
 	tests/policy/net-audit.ini
+# [journal] max_preserve / over_max_preserve: refuse (EFBIG, DENY), allow (how=lost,
+# bbx-undo exit 4), audit, large copies with size and duration, undo never limited
+TESTS += tests/e2e/t-preserve.sh
+EXTRA_DIST += tests/e2e/t-preserve.sh
+# [journal] sync = off | group | always: journals verify and undo restores under each;
+# strace -f -c counts the fdatasync/fsync calls
+TESTS += tests/e2e/t-sync.sh
+EXTRA_DIST += tests/e2e/t-sync.sh

@@ -58,8 +58,10 @@ grep -q '^; effective policy: built-in$' "$T/builtin.out" &&
 	grep -q "^protect = $T/ws/.git/hooks .*(absent: not enforced this run)" "$T/builtin.out" &&
 	grep -q '^allow = 127.0.0.0/8 ' "$T/builtin.out" &&
 	grep -q '^deny = unix:/run/docker.sock ' "$T/builtin.out" &&
-	! grep -q '^allow = \*' "$T/builtin.out"
-ok $? "built-in default: workspace writable, ~/.ssh unreadable, .git/hooks protected once it exists, loopback only"
+	! grep -q '^allow = \*' "$T/builtin.out" &&
+	grep -qx 'sync = off' "$T/builtin.out" && grep -qx 'max_preserve = unlimited' "$T/builtin.out" &&
+	grep -q '^over_max_preserve = refuse ' "$T/builtin.out"
+ok $? "built-in default: workspace writable, ~/.ssh unreadable, .git/hooks protected once it exists, loopback only, journal unsynced and unlimited"
 bbx-policy check "$BBX_SRCDIR/policy.ini" | sed -e 's/^; effective policy: .*//' \
 	-e 's/; policy\.ini:\([0-9]*\) /; built-in:\1 /' >"$T/top.out"
 sed -e 's/^; effective policy: .*//' "$T/builtin.out" | cmp -s - "$T/top.out"
@@ -88,14 +90,16 @@ b = open(path, 'rb').read()
 h = struct.unpack_from('<31I', b)
 names = ('magic version size mode explain static_action static_loc results_all fingerprint '
          'n_rules rules_off n_inodes inodes_off strings_off strings_len src workspace '
-         'n_write n_protect n_deny_read n_net n_exec').split()
+         'n_write n_protect n_deny_read n_net n_exec '
+         'max_preserve_lo max_preserve_hi max_preserve_loc over_max over_max_loc sync').split()
 h = dict(zip(names, h))
 def s(off):
     o = h['strings_off'] + off
     return b[o:b.index(b'\0', o)].decode()
 want = dict(magic=0x4c4f5042, version=1, size=len(b), mode=1, explain=0, static_action=2,
             results_all=0, fingerprint=1, n_write=3, n_protect=1, n_deny_read=2, n_net=12,
-            n_exec=nexec, n_inodes=5, n_rules=3 + 1 + 2 + 12 + nexec + 2)
+            n_exec=nexec, n_inodes=5, n_rules=3 + 1 + 2 + 12 + nexec + 2,
+            max_preserve_lo=256 << 20, max_preserve_hi=0, over_max=1, sync=1)
 bad = {k: (h[k], v) for k, v in want.items() if h[k] != v}
 RULE = '<HHHHIII HBB16s'.replace(' ', '')
 rs = struct.calcsize(RULE)
@@ -105,6 +109,8 @@ if (s(rules[0][4]), s(rules[0][6])) != (T + '/ws', 'good-full.ini:7 [paths] writ
     bad['rule 0'] = (s(rules[0][4]), s(rules[0][6]))
 if s(h['workspace']) != T + '/ws': bad['workspace'] = s(h['workspace'])
 if s(h['static_loc']) != 'good-full.ini:35 [exec] static': bad['static_loc'] = s(h['static_loc'])
+if s(h['max_preserve_loc']) != 'good-full.ini:40 [journal] max_preserve': bad['max_preserve_loc'] = s(h['max_preserve_loc'])
+if s(h['over_max_loc']) != 'good-full.ini:41 [journal] over_max_preserve': bad['over_max_loc'] = s(h['over_max_loc'])
 ino = [struct.unpack_from('<QQII', b, h['inodes_off'] + 24 * i) for i in range(h['n_inodes'])]
 if ino != sorted(ino): bad['inodes'] = 'not sorted'
 real = set()
@@ -117,7 +123,7 @@ if stat.S_IMODE(os.stat(path).st_mode) != 0o444: bad['mode'] = oct(os.stat(path)
 for k, v in bad.items(): print('#', k, v, file=sys.stderr)
 sys.exit(1 if bad else 0)
 EOF
-ok $? "blob: header counts, first rule, static origin, sorted inode table = lstat of ~/.ssh, mode 0444"
+ok $? "blob: header counts, first rule, static origin, [journal] limit/origin/sync, sorted inode table = lstat of ~/.ssh, mode 0444"
 (cd "$FIX" && bbx-policy compile bad-cidr.ini -o "$T/blob2") 2>/dev/null
 [ $? -eq 1 ] && [ ! -e "$T/blob2" ]
 ok $? "compile of a malformed policy: exit 1, no blob"

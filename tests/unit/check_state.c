@@ -66,8 +66,11 @@ START_TEST(test_create_and_map)
 	ck_assert_uint_eq(bbx_state_lock_off(BBX_STATE_SLOTS) % 64, 0);
 	ck_assert_uint_ge(bbx_state_lock_off(BBX_STATE_SLOTS),
 			  sizeof(struct bbx_state) + BBX_STATE_SLOTS * sizeof(struct bbx_state_slot));
+	/* ... and the sync lock (version 3) 64 bytes after it */
 	ck_assert_uint_eq((size_t)sb.st_size, bbx_state_lock_off(BBX_STATE_SLOTS) +
-			  ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63));
+			  2 * ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63));
+	ck_assert_ptr_eq(bbx_state_sync_lock(st),
+			 (char *)bbx_state_lock(st) + ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63));
 	/* Allocated, not sparse: a hole in a shared mapping raises SIGBUS on a full disk. */
 	ck_assert_int_ge((long long)sb.st_blocks * 512, (long long)sb.st_size);
 	/* The first sequence number is 1 (0 means "no record" in pending creations). */

@@ -21,7 +21,10 @@
 #include "unit.h"
 
 #include <dirent.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <sys/wait.h>
 #include <sys/resource.h>
 
 /* ---- fault injection ---- */
@@ -38,6 +41,8 @@ static struct {
 	size_t cfr_first_limit;   /* > 0: the first call copies at most this much */
 	int link_calls, link_err; /* link_err != 0: every linkat fails */
 	int failed_fd;            /* the descriptor of the injected write, or -1 */
+	int fdatasync_calls, fdatasync_err; /* [journal] sync: the journal */
+	int fsync_calls, fsync_err;         /* objects and directories */
 } inj;
 
 static ssize_t inj_write(int fd, const void *buf, size_t n)
@@ -78,6 +83,26 @@ static int inj_linkat(int od, const char *op, int nd, const char *np, int fl)
 	return real_sys.linkat(od, op, nd, np, fl);
 }
 
+static int inj_fdatasync(int fd)
+{
+	inj.fdatasync_calls++;
+	if (inj.fdatasync_err) {
+		errno = inj.fdatasync_err;
+		return -1;
+	}
+	return real_sys.fdatasync(fd);
+}
+
+static int inj_fsync(int fd)
+{
+	inj.fsync_calls++;
+	if (inj.fsync_err) {
+		errno = inj.fsync_err;
+		return -1;
+	}
+	return real_sys.fsync(fd);
+}
+
 static void inj_reset(void)
 {
 	memset(&inj, 0, sizeof inj);
@@ -91,11 +116,15 @@ static void inj_setup(void)
 	bbx_sys.write = inj_write;
 	bbx_sys.copy_file_range = inj_cfr;
 	bbx_sys.linkat = inj_linkat;
+	bbx_sys.fdatasync = inj_fdatasync;
+	bbx_sys.fsync = inj_fsync;
 }
 
 static void inj_teardown(void)
 {
 	bbx_sys = real_sys;
+	bbx_preserve_max = UINT64_MAX;
+	bbx_cap_oversize = NULL;
 }
 
 /* ---- records ---- */
@@ -942,6 +971,299 @@ START_TEST(test_cap_remove_short_record)
 }
 END_TEST
 
+/* ---- [journal] sync ---- */
+
+static void set_sync(struct cctx *c, int mode)
+{
+	ck_assert_int_eq(bbx_run_set_sync(c->rundir, mode), 0);
+	ck_assert_int_eq(bbx_run_sync_mode(&c->run), mode);
+	inj_reset(); /* set_sync's own fsyncs of the directory are not counted below */
+}
+
+/* off: not one fsync or fdatasync, whatever is captured. */
+START_TEST(test_sync_off)
+{
+	struct cctx *c = cctx_new("syncoff", CAP_FILE_LEN);
+	ck_assert_int_eq(bbx_run_sync_mode(&c->run), BBX_SYNC_OFF);
+	ck_assert_int_eq(cap_trunc(c), 0);
+	ck_assert_int_eq(bbx_cap_remove(&c->run, "unlink", c->file), 0);
+	ck_assert_int_eq(inj.fdatasync_calls, 0);
+	ck_assert_int_eq(inj.fsync_calls, 0);
+	cctx_free(c);
+}
+END_TEST
+
+/* always: the PRESERVE's fdatasync, and before it the object, its new shard and
+ * objects/ fsynced; a removal's hard link: its shard directory, then the record. */
+START_TEST(test_sync_always)
+{
+	struct cctx *c = cctx_new("syncalw", CAP_FILE_LEN);
+	set_sync(c, BBX_SYNC_ALWAYS);
+	unsigned long syncs = bbx_run_syncs;
+	ck_assert_int_eq(cap_trunc(c), 0);
+	ck_assert_int_eq(inj.fdatasync_calls, 1);
+	ck_assert_int_eq(inj.fsync_calls, 3); /* objects/ (new shard), the object, the shard */
+	ck_assert_uint_eq(bbx_run_syncs, syncs + 1);
+	struct cscan cs;
+	scan_run(c, &cs);
+	assert_object_is_preimage(c, cs.object, CAP_FILE_LEN);
+	inj_reset();
+	ck_assert_int_eq(bbx_cap_remove(&c->run, "unlink", c->file), 0);
+	/* DIRMETA is covered by the PRESERVE's sync: one fdatasync for both */
+	ck_assert_int_eq(inj.fdatasync_calls, 1);
+	ck_assert_int_ge(inj.fsync_calls, 1);
+	/* a NOTE (no mutation follows it) is not synced */
+	inj_reset();
+	ck_assert_int_eq(bbx_cap_note(&c->run, "unit", NULL, "no sync"), 0);
+	ck_assert_int_eq(inj.fdatasync_calls, 0);
+	cctx_free(c);
+}
+END_TEST
+
+/* group: a record that an fdatasync begun after it already covered is not synced
+ * again; with always it is. */
+START_TEST(test_sync_group_shares)
+{
+	struct cctx *c = cctx_new("syncgrp", CAP_FILE_LEN);
+	set_sync(c, BBX_SYNC_GROUP);
+	/* record A (a NOTE: written, not synced), then B (a CREATE: synced) */
+	ck_assert_int_eq(bbx_cap_note(&c->run, "unit", NULL, "record A"), 0);
+	uint64_t end_a = bbx_run_last_pos.end;
+	ck_assert_uint_gt(end_a, 0);
+	ck_assert_int_eq(inj.fdatasync_calls, 0);
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof path, "%s/new", c->ws);
+	struct bbx_pending pend;
+	ck_assert_int_eq(bbx_cap_create(&c->run, "mkdir", path, BBX_KIND_DIR, 0755, NULL, &pend), 0);
+	ck_assert_int_eq(inj.fdatasync_calls, 1);
+	uint64_t end_b = bbx_run_last_pos.end;
+	ck_assert_uint_gt(end_b, end_a);
+	ck_assert_uint_eq(c->run.st->synced, end_b);
+	/* A's writer, syncing late: covered by B's fdatasync, nothing to do */
+	ck_assert_int_eq(bbx_run_sync(&c->run, end_a), 0);
+	ck_assert_int_eq(bbx_run_sync(&c->run, end_b), 0);
+	ck_assert_int_eq(inj.fdatasync_calls, 1);
+	/* a record past the durable offset is synced, and raises it */
+	ck_assert_int_eq(bbx_cap_note(&c->run, "unit", NULL, "record C"), 0);
+	uint64_t end_c = bbx_run_last_pos.end;
+	ck_assert_int_eq(bbx_run_sync(&c->run, end_c), 0);
+	ck_assert_int_eq(inj.fdatasync_calls, 2);
+	ck_assert_uint_eq(c->run.st->synced, end_c);
+	/* always does not share */
+	set_sync(c, BBX_SYNC_ALWAYS);
+	ck_assert_int_eq(bbx_run_sync(&c->run, end_a), 0);
+	ck_assert_int_eq(inj.fdatasync_calls, 1);
+	cctx_free(c);
+}
+END_TEST
+
+/* group: a writer that arrives while another holds the sync lock (its fdatasync
+ * running) waits, and when that sync covered its record it makes none of its own. */
+START_TEST(test_sync_group_queue)
+{
+	struct cctx *c = cctx_new("syncq", CAP_FILE_LEN);
+	set_sync(c, BBX_SYNC_GROUP);
+	pthread_mutex_t *mu = bbx_state_sync_lock(c->run.st);
+	ck_assert_ptr_nonnull(mu);
+	ck_assert_int_eq(bbx_cap_note(&c->run, "unit", NULL, "queued record"), 0);
+	uint64_t end = bbx_run_last_pos.end;
+	ck_assert_int_eq(pthread_mutex_lock(mu), 0); /* "another process is syncing" */
+	int pfd[2];
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		inj_reset();
+		int rc = bbx_run_sync(&c->run, end);
+		char r = (char)(rc == 0 ? inj.fdatasync_calls : 99);
+		(void)!write(pfd[1], &r, 1);
+		_exit(0);
+	}
+	usleep(100000); /* the child is now waiting on the lock */
+	char r = 0;
+	struct pollfd pf = {.fd = pfd[0], .events = POLLIN};
+	ck_assert_int_eq(poll(&pf, 1, 0), 0); /* ... and has not returned */
+	__atomic_store_n(&c->run.st->synced, end, __ATOMIC_RELEASE); /* our "sync" covered it */
+	ck_assert_int_eq(pthread_mutex_unlock(mu), 0);
+	ck_assert_int_eq(read(pfd[0], &r, 1), 1);
+	ck_assert_int_eq(r, 0); /* it returned without an fdatasync of its own */
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	close(pfd[0]);
+	close(pfd[1]);
+	/* A version 2 state file has no sync lock: group commit without the queue. */
+	c->run.st->version = 2;
+	ck_assert_ptr_null(bbx_state_sync_lock(c->run.st));
+	ck_assert_int_eq(bbx_cap_note(&c->run, "unit", NULL, "v2 record"), 0);
+	inj_reset();
+	ck_assert_int_eq(bbx_run_sync(&c->run, bbx_run_last_pos.end), 0);
+	ck_assert_int_eq(inj.fdatasync_calls, 1);
+	ck_assert_uint_eq(c->run.st->synced, bbx_run_last_pos.end);
+	c->run.st->version = BBX_STATE_VERSION;
+	cctx_free(c);
+}
+END_TEST
+
+/* A failed fdatasync refuses the call; the record (written) still names an object that
+ * exists.  A failed fsync of the object refuses before any record. */
+START_TEST(test_sync_failures)
+{
+	struct cctx *c = cctx_new("syncfail", CAP_FILE_LEN);
+	set_sync(c, BBX_SYNC_ALWAYS);
+	inj.fdatasync_err = EIO;
+	ck_assert_int_eq(cap_trunc(c), -EIO);
+	struct cscan cs;
+	scan_run(c, &cs); /* consistent: the record's object exists */
+	ck_assert_int_eq(cs.npreserve, 1);
+	ck_assert_int_eq(cs.nobj, 1);
+	ck_assert_int_eq(level_of_path(c, c->file), BBX_LVL_NONE);
+	assert_file_intact(c, CAP_FILE_LEN);
+	cctx_free(c);
+
+	c = cctx_new("syncfail2", CAP_FILE_LEN);
+	set_sync(c, BBX_SYNC_GROUP);
+	inj.fsync_err = EIO;
+	assert_failed_clean(c, cap_trunc(c), EIO, "object fsync", 0);
+	scan_run(c, &cs);
+	ck_assert_int_eq(cs.js.n, 0);
+	cctx_free(c);
+}
+END_TEST
+
+/* ---- [journal] max_preserve (the capture side; the shim's policy is t-preserve.sh) ---- */
+
+static struct {
+	int calls, ret;
+	uint64_t size;
+} ovh;
+
+static int test_oversize(const char *op, const char *path, const struct stat *sb,
+			 struct bbx_oversize *out)
+{
+	(void)op;
+	(void)path;
+	ovh.calls++;
+	ovh.size = (uint64_t)sb->st_size;
+	out->rule = "unit.ini:3 [journal] over_max_preserve";
+	snprintf(out->reason, sizeof out->reason, "over the limit");
+	return ovh.ret;
+}
+
+static void set_limit(uint64_t max, int ret)
+{
+	memset(&ovh, 0, sizeof ovh);
+	ovh.ret = ret;
+	bbx_preserve_max = max;
+	bbx_cap_oversize = test_oversize;
+}
+
+START_TEST(test_oversize_refused)
+{
+	struct cctx *c = cctx_new("ovref", CAP_FILE_LEN);
+	set_limit(CAP_FILE_LEN - 1, -EFBIG);
+	int rc = cap_trunc(c);
+	struct cscan cs;
+	if (ovh.calls == 0) { /* reflinked: free, never limited */
+		ck_assert_int_eq(rc, 0);
+		scan_run(c, &cs);
+		ck_assert_uint_eq(cs.how, BBX_HOW_REFLINK);
+	} else {
+		ck_assert_int_eq(ovh.calls, 1);
+		ck_assert_uint_eq(ovh.size, CAP_FILE_LEN);
+		ck_assert_int_eq(inj.cfr_calls, 0); /* decided before any byte was copied */
+		assert_failed_clean(c, rc, EFBIG, "oversize", 0);
+		scan_run(c, &cs);
+		ck_assert_int_eq(cs.js.n, 0);
+	}
+	cctx_free(c);
+}
+END_TEST
+
+START_TEST(test_oversize_lost)
+{
+	struct cctx *c = cctx_new("ovlost", CAP_FILE_LEN);
+	set_limit(1000, 1);
+	ck_assert_int_eq(cap_trunc(c), 0);
+	struct cscan cs;
+	scan_run(c, &cs);
+	if (ovh.calls) {
+		ck_assert_int_eq(cs.npreserve, 1);
+		ck_assert_uint_eq(cs.how, BBX_HOW_LOST);
+		ck_assert_int_eq(cs.nobj, 0);
+		ck_assert_str_eq(cs.object, "");
+		struct bbx_reader r;
+		struct bbx_rec rec;
+		ck_assert_int_eq(bbx_reader_open(&r, c->journal), 0);
+		ck_assert_int_eq(bbx_reader_next(&r, &rec, NULL), BBX_READ_OK);
+		ck_assert(rec.has_size && rec.size == CAP_FILE_LEN);
+		ck_assert_str_eq(rec.rule, "unit.ini:3 [journal] over_max_preserve");
+		ck_assert_str_eq(rec.reason, "over the limit");
+		ck_assert(!rec.has_duration);
+		bbx_reader_close(&r);
+		/* nothing later keeps it either */
+		ck_assert_int_eq(level_of_path(c, c->file), BBX_LVL_CONTENT);
+	}
+	cctx_free(c);
+}
+END_TEST
+
+/* At the limit: copied, hook not asked; the record has SIZE and DURATION. */
+START_TEST(test_oversize_at_limit)
+{
+	struct cctx *c = cctx_new("ovat", CAP_FILE_LEN);
+	set_limit(CAP_FILE_LEN, -EFBIG);
+	ck_assert_int_eq(cap_trunc(c), 0);
+	ck_assert_int_eq(ovh.calls, 0);
+	struct bbx_reader r;
+	struct bbx_rec rec;
+	ck_assert_int_eq(bbx_reader_open(&r, c->journal), 0);
+	ck_assert_int_eq(bbx_reader_next(&r, &rec, NULL), BBX_READ_OK);
+	ck_assert_int_eq(rec.type, BBX_REC_PRESERVE);
+	ck_assert(rec.has_size && rec.size == CAP_FILE_LEN);
+	ck_assert(rec.how == BBX_HOW_REFLINK || rec.has_duration);
+	bbx_reader_close(&r);
+	cctx_free(c);
+}
+END_TEST
+
+/* A removal keeps a hard link (free: never limited); when the link is impossible
+ * (EXDEV: another filesystem) the copy is limited like any other. */
+START_TEST(test_oversize_remove)
+{
+	struct cctx *c = cctx_new("ovrm", CAP_FILE_LEN);
+	set_limit(1000, -EFBIG);
+	ck_assert_int_eq(bbx_cap_remove(&c->run, "unlink", c->file), 0);
+	ck_assert_int_eq(ovh.calls, 0);
+	cctx_free(c);
+
+	c = cctx_new("ovrm2", CAP_FILE_LEN);
+	set_limit(1000, -EFBIG);
+	inj.link_err = EXDEV;
+	int rc = bbx_cap_remove(&c->run, "unlink", c->file);
+	if (ovh.calls) {
+		ck_assert_int_eq(rc, -EFBIG);
+		struct cscan cs;
+		scan_run(c, &cs);
+		ck_assert_int_eq(cs.npreserve, 0);
+		ck_assert_int_eq(cs.nobj, 0);
+	}
+	cctx_free(c);
+
+	c = cctx_new("ovrm3", CAP_FILE_LEN);
+	set_limit(1000, 1);
+	inj.link_err = EXDEV;
+	ck_assert_int_eq(bbx_cap_remove(&c->run, "unlink", c->file), 0);
+	if (ovh.calls) {
+		struct cscan cs;
+		scan_run(c, &cs);
+		ck_assert_int_eq(cs.npreserve, 1);
+		ck_assert_uint_eq(cs.how, BBX_HOW_LOST);
+		ck_assert_int_eq(cs.nobj, 0);
+	}
+	cctx_free(c);
+}
+END_TEST
+
 static Suite *writer_suite(void)
 {
 	Suite *s = suite_create("writer");
@@ -976,6 +1298,23 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_cap_remove_copy_nth_write);
 	tcase_add_test(tc, test_cap_remove_short_record);
 	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sync");
+	tcase_add_checked_fixture(tc, inj_setup, inj_teardown);
+	tcase_add_test(tc, test_sync_off);
+	tcase_add_test(tc, test_sync_always);
+	tcase_add_test(tc, test_sync_group_shares);
+	tcase_add_test(tc, test_sync_group_queue);
+	tcase_add_test(tc, test_sync_failures);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("max_preserve");
+	tcase_add_checked_fixture(tc, inj_setup, inj_teardown);
+	tcase_add_test(tc, test_oversize_refused);
+	tcase_add_test(tc, test_oversize_lost);
+	tcase_add_test(tc, test_oversize_at_limit);
+	tcase_add_test(tc, test_oversize_remove);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,215 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# t-preserve.sh - [journal] max_preserve and over_max_preserve (bbx-policy(5)) with real
+# calls from python3: a mutation that would need a copy of a file over the limit is
+#   refuse: refused with EFBIG (errno checked in the program), the file byte-identical,
+#           a DENY record naming the max_preserve line, one explanation on stderr;
+#   allow:  let through uncopied, a PRESERVE how=lost record (with the rule, the size),
+#           bbx-log shows it, --verify notes it, bbx-undo lists the path as lost, exits
+#           4 and restores everything else byte for byte;
+#   audit:  copied anyway (DENY decision audit), restored exactly.
+# What needs no copy (append, removal by hard link, files under the limit) is never
+# limited, and a large copy within the limit carries its size and duration (bbx-log
+# says why the call took long).
+. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
+
+# Another filesystem than the journal's (tmpfs): removal there cannot keep a hard link.
+SHM=$(mktemp -d /dev/shm/bbx-preserve.XXXXXX) || SHM=
+trap 'rm -rf "$T_TMP" ${SHM:+"$SHM"}' EXIT
+cross_fs() { [ -n "$SHM" ] && [ "$(stat -c %d "$SHM")" != "$(stat -c %d "$T_TMP")" ]; }
+
+pol() { printf '%b' "$2" >"$T_TMP/$1.ini"; echo "$T_TMP/$1.ini"; }
+BASE="[paths]\nwrite = \${WORKSPACE}\nwrite = $SHM\n[journal]\nmax_preserve = 1M\n"
+REFUSE=$(pol refuse "$BASE")                                        # max_preserve: line 5
+ALLOW=$(pol allow "$BASE""over_max_preserve = allow\n")             # over_max_preserve: line 6
+AUDIT=$(pol audit "[general]\nmode = audit\n$BASE")                 # max_preserve: line 7
+UNLIM=$(pol unlim "[paths]\nwrite = \${WORKSPACE}\n[journal]\nmax_preserve = 1G\n")
+
+# mkfile PATH KIB: a file of random bytes.
+mkfile() { head -c $(($2 * 1024)) /dev/urandom >"$1"; }
+# A fresh workspace: big (2 MiB), big2 (3 MiB), small (512 KiB), limit (exactly 1 MiB,
+# which is not over the limit), log (2 MiB, appended to), gone (2 MiB, removed).
+setup() {
+	W=$(new_ws)
+	mkfile "$W/big" 2048; mkfile "$W/big2" 3072; mkfile "$W/small" 512; mkfile "$W/limit" 1024
+	mkfile "$W/log" 2048; mkfile "$W/gone" 2048
+	touch -d '2020-01-02 03:04:05' "$W"/*
+	rm -rf "$T_TMP/orig" && mkdir "$T_TMP/orig" && cp -p "$W"/* "$T_TMP/orig/"
+	if [ -n "$SHM" ]; then rm -f "$SHM"/*; mkfile "$SHM/far" 2048; cp "$SHM/far" "$T_TMP/orig.far"; fi
+}
+N=0
+# run POLICY PYTHON-CODE: the code runs in $W under bbx-run; it prints one line per call:
+# NAME ok | NAME ERRNO-NAME.  Output in $T_TMP/out, stderr in $T_TMP/err, journal $J.
+run() {
+	N=$((N + 1))
+	J="$T_TMP/j.$N"
+	(cd "$W" && SHM=$SHM bbx-run -q --policy "$1" --journal "$J" -- "$PY" -c "
+import errno, os, sys
+def t(name, f):
+    try:
+        f()
+        print(name, 'ok')
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+$2") >"$T_TMP/out" 2>"$T_TMP/err"
+}
+said() { grep -qxF "$1" "$T_TMP/out" || { diag "program said:" "$(cat "$T_TMP/out")" "stderr: $(cat "$T_TMP/err")"; return 1; }; }
+# jq-like checks over bbx-log --json: python expression over the list ev of records.
+jcheck() {
+	bbx-log --json "$J" >"$T_TMP/j.json" 2>/dev/null
+	"$PY" -c '
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$T_TMP/j.json" "$@" || { diag "journal check failed: $1"; return 1; }
+}
+same() { cmp -s "$1" "$2" || { diag "$1 differs from $2"; return 1; }; }
+
+# ---- refuse (the default) ------------------------------------------------------------
+setup
+before=$(rt_snap "$W" before)
+run "$REFUSE" '
+t("trunc-open", lambda: open("big", "w"))
+t("truncate", lambda: os.truncate("big2", 10))
+t("inplace", lambda: open("big", "r+b").write(b"X"))
+t("fd-ftruncate", lambda: os.ftruncate(os.open("big2", os.O_WRONLY | os.O_APPEND), 0))
+t("small", lambda: open("small", "w").write("new small"))
+t("limit", lambda: open("limit", "w").write("exactly at the limit: copied"))
+t("append", lambda: open("log", "a").write("appended"))
+t("unlink-link", lambda: os.unlink("gone"))
+if os.environ["SHM"]: t("unlink-far", lambda: os.unlink(os.environ["SHM"] + "/far"))
+'
+rc=$?
+[ $rc -eq 0 ] && said "trunc-open EFBIG" && said "truncate EFBIG" && said "inplace EFBIG" &&
+	said "fd-ftruncate EFBIG"
+ok $? "refuse: O_TRUNC open, truncate, in-place open, ftruncate of an inherited-style fd: EFBIG in the program"
+same "$W/big" "$T_TMP/orig/big" && same "$W/big2" "$T_TMP/orig/big2"
+ok $? "refuse: the refused files are intact, byte for byte"
+said "small ok" && said "limit ok" && said "append ok" && said "unlink-link ok"
+ok $? "refuse: under the limit, exactly at it, append, removal by hard link: allowed"
+if cross_fs; then
+	said "unlink-far EFBIG" && same "$SHM/far" "$T_TMP/orig.far"
+	ok $? "refuse: removal on another filesystem (a copy would be needed): EFBIG, file kept"
+else
+	skip "no second filesystem for a cross-device removal"
+fi
+jcheck 'sum(e["type"] == "DENY" for e in ev) == 4 + int(sys.argv[3]) and all(e["rule"] == "refuse.ini:5 [journal] max_preserve" and e["errno"] == "EFBIG" and e["access"] == "write" and e["decision"] == "deny" for e in ev if e["type"] == "DENY") and [(e["op"][:4], e["reason"]) for e in ev if e["type"] == "DENY" and e["path"].endswith("/big")][:1] == [("open", "2 MiB file over the 1 MiB preserve limit")]' "$(cross_fs && echo 1 || echo 0)"
+ok $? "refuse: DENY records (decision deny, EFBIG) name refuse.ini:5 [journal] max_preserve and the sizes"
+grep -qxF "bbx: refused write to $W/big (refuse.ini:5 [journal] max_preserve: 2 MiB file over the 1 MiB preserve limit)" "$T_TMP/err" &&
+	grep -qF "bbx: refused write to $W/big2 (refuse.ini:5 [journal] max_preserve: 3 MiB file over the 1 MiB preserve limit)" "$T_TMP/err"
+ok $? "refuse: one explanation line per refusal on stderr, naming the rule" || diag "$(cat "$T_TMP/err")"
+jcheck 'not any(e["type"] == "PRESERVE" and e["path"].endswith(("/big", "/big2")) for e in ev) and not any(e.get("how") == "lost" for e in ev)'
+ok $? "refuse: nothing recorded as kept or lost for the refused files"
+jcheck 'any(e["type"] == "PRESERVE" and e["path"].endswith("/small") and e["how"] == "copy" and e["size"] == 512 * 1024 and e["duration_ns"] > 0 for e in ev) and any(e["type"] == "PRESERVE" and e["path"].endswith("/limit") and e["how"] == "copy" and e["size"] == 1 << 20 for e in ev)'
+ok $? "refuse: the copies within the limit are PRESERVE how=copy with their size and duration"
+rt_undo "$J"
+rc=$?
+[ $rc -eq 0 ] || rt_showerr "$T_TMP/undo.out"
+expect_rc $rc 0 "refuse: bbx-undo exits 0 (nothing was lost)"
+after=$(rt_snap "$W" after)
+same_snap "$before" "$after" "refuse: bbx-undo restores the workspace byte for byte (small, limit, log, gone)"
+
+# ---- allow -----------------------------------------------------------------------------
+setup
+before=$(rt_snap "$W" before)
+run "$ALLOW" '
+t("trunc-open", lambda: open("big", "w").write("replaced"))
+t("truncate", lambda: os.truncate("big2", 100))
+t("small", lambda: open("small", "w").write("new small"))
+t("append", lambda: open("log", "a").write("appended"))
+t("unlink-link", lambda: os.unlink("gone"))
+t("create", lambda: open("new", "w").write("new file"))
+if os.environ["SHM"]: t("unlink-far", lambda: os.unlink(os.environ["SHM"] + "/far"))
+'
+rc=$?
+[ $rc -eq 0 ] && said "trunc-open ok" && said "truncate ok" && said "small ok" && said "append ok" &&
+	[ "$(cat "$W/big")" = replaced ] && [ "$(stat -c %s "$W/big2")" -eq 100 ]
+ok $? "allow: the calls over the limit go ahead (big replaced, big2 truncated to 100 bytes)"
+jcheck '[(e["op"][:4], e["how"], e["size"], e["rule"], e["reason"], e["restorable"]) for e in ev if e["type"] == "PRESERVE" and e["path"].endswith("/big")] == [("open", "lost", 2 << 20, "allow.ini:6 [journal] over_max_preserve", "2 MiB file over the 1 MiB preserve limit", False)] and any(e["type"] == "PRESERVE" and e["path"].endswith("/big2") and e["how"] == "lost" and e["op"].startswith("truncate") and e["size"] == 3 << 20 for e in ev) and not any(e["type"] == "DENY" for e in ev)'
+ok $? "allow: PRESERVE how=lost records with the size, the over_max_preserve rule and the reason; no DENY"
+"$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$J/journal" >"$T_TMP/raw.json" &&
+	"$PY" -c '
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+lost = [r for r in rs if r["type"] == "PRESERVE" and r.get("how") == 5]
+sys.exit(0 if len(lost) == 2 + (1 if sys.argv[2] else 0) and all("object" not in r for r in lost) else 1)' "$T_TMP/raw.json" "$(cross_fs && echo 1)"
+ok $? "allow: the journal's bytes (independent decoder) hold how=5 (lost) records without an object"
+grep -qxF "bbx: warning: not preserved, cannot be undone: $W/big (allow.ini:6 [journal] over_max_preserve: 2 MiB file over the 1 MiB preserve limit)" "$T_TMP/err"
+ok $? "allow: one warning line on stderr per unrecoverable change" || diag "$(cat "$T_TMP/err")"
+bbx-log --no-pager "$J" >"$T_TMP/log.txt" 2>&1
+grep -qE "write open(64)? $W/big NOT PRESERVED 2 MiB, cannot be undone \(2 MiB file over the 1 MiB preserve limit\) rule allow.ini:6 \[journal\] over_max_preserve( (ok|= [0-9]+))?\$" "$T_TMP/log.txt"
+ok $? "allow: bbx-log shows the change as NOT PRESERVED, with the reason and the rule" || grep big "$T_TMP/log.txt" | sed 's/^/# /' >&2
+bbx-log --verify "$J" >"$T_TMP/verify.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -qF "$W/big not preserved (how=lost, allow.ini:6 [journal] over_max_preserve): bbx-undo cannot restore it" "$T_TMP/verify.out"
+ok $? "allow: bbx-log --verify notes the lost pre-images (a note, exit 0)" || rt_showerr "$T_TMP/verify.out"
+bbx-diff "$J" >"$T_TMP/diff.out" 2>&1
+grep -qxF "(the pre-image of $W/big was not kept: over [journal] max_preserve, allowed by over_max_preserve)" "$T_TMP/diff.out" &&
+	grep -qxF "M $W/big" "$T_TMP/diff.out" && grep -qxF "M $W/small" "$T_TMP/diff.out"
+rc=$?
+[ $rc -eq 0 ] || rt_showerr "$T_TMP/diff.out"
+ok $rc "allow: bbx-diff lists the lost paths as modified and says their pre-images were not kept"
+cp "$W/big" "$T_TMP/big.run"; cp "$W/big2" "$T_TMP/big2.run"
+rt_undo "$J"
+rc=$?
+expect_rc $rc 4 "allow: bbx-undo exits 4 (finished, some paths not restorable)"
+grep -qF "lost: $W/big cannot be restored: the run changed it without keeping a copy (2 MiB file over the 1 MiB preserve limit; allow.ini:6 [journal] over_max_preserve); left as the run left it" "$T_TMP/undo.out" &&
+	grep -qF "lost: $W/big2 cannot be restored" "$T_TMP/undo.out" &&
+	grep -qE "^bbx-undo: .* 0 errors, $(cross_fs && echo 3 || echo 2) lost \(not restorable\)" "$T_TMP/undo.out"
+ok $? "allow: bbx-undo lists each lost path and counts them in its summary" || rt_showerr "$T_TMP/undo.out"
+same "$W/big" "$T_TMP/big.run" && same "$W/big2" "$T_TMP/big2.run"
+ok $? "allow: the lost paths are left as the run left them"
+after=$(rt_snap "$W" after)
+grep -vE '^(big|big2)	' "$before" >"$T_TMP/b.rest"; grep -vE '^(big|big2)	' "$after" >"$T_TMP/a.rest"
+same_snap "$T_TMP/b.rest" "$T_TMP/a.rest" "allow: everything else is restored byte for byte (small, log, gone, new removed, the directory)"
+if cross_fs; then
+	[ ! -e "$SHM/far" ] && grep -qF "lost: $SHM/far cannot be restored" "$T_TMP/undo.out"
+	ok $? "allow: a removal on another filesystem over the limit is lost and reported"
+else
+	skip "no second filesystem for a cross-device removal"
+fi
+grep -q '^lost=' "$J/undone" && grep -qx "lost=$(cross_fs && echo 3 || echo 2)" "$J/undone"
+ok $? "allow: J/undone records the lost count"
+
+# ---- audit: refuses nothing, so the copy is made ---------------------------------------
+setup
+before=$(rt_snap "$W" before)
+run "$AUDIT" 't("trunc-open", lambda: open("big", "w").write("audited"))'
+said "trunc-open ok" && [ "$(cat "$W/big")" = audited ] &&
+	jcheck 'any(e["type"] == "DENY" and e["decision"] == "audit" and e["rule"] == "audit.ini:7 [journal] max_preserve" for e in ev) and any(e["type"] == "PRESERVE" and e["path"].endswith("/big") and e["how"] == "copy" and e["size"] == 2 << 20 for e in ev)' &&
+	grep -qF "bbx: audit: would refuse write to $W/big (audit.ini:7 [journal] max_preserve" "$T_TMP/err"
+ok $? "audit: the call goes ahead, DENY with decision audit, and the file is copied anyway"
+rt_undo "$J"
+expect_rc $? 0 "audit: bbx-undo exits 0"
+after=$(rt_snap "$W" after)
+same_snap "$before" "$after" "audit: bbx-undo restores the file over the limit exactly"
+
+# ---- a large copy within the limit says why its call took long ---------------------------
+setup
+head -c 70000000 /dev/urandom >"$W/large"
+before=$(rt_snap "$W" before)
+run "$UNLIM" 't("large", lambda: open("large", "w").write("small now"))'
+said "large ok" &&
+	jcheck 'any(e["type"] == "PRESERVE" and e["path"].endswith("/large") and e["how"] in ("copy", "reflink") and e["size"] == 70000000 and (e["how"] == "reflink" or e["duration_ns"] > 0) for e in ev)'
+ok $? "large copy: its PRESERVE carries size and duration"
+jcheck '[e["type"] for e in ev if e.get("path", "").endswith("/large")][:2] == ["NOTE", "PRESERVE"] and any(e["type"] == "NOTE" and e["text"] == "preserving 66.8 MiB by copy before the call" for e in ev)' ||
+	jcheck 'any(e.get("how") == "reflink" for e in ev)'
+ok $? "large copy: a NOTE announces a copy of 64 MiB or more before it starts"
+bbx-log --no-pager "$J" | grep -qE "write open(64)? $W/large \(kept 66.8 MiB by (copy in [0-9]+\.[0-9]{2} s|reflink)\)"
+ok $? "large copy: bbx-log shows how much was kept and how long the copy took"
+rt_undo "$J"
+expect_rc $? 0 "large copy: bbx-undo exits 0"
+after=$(rt_snap "$W" after)
+same_snap "$before" "$after" "large copy: restored byte for byte"
+
+# ---- the limit is the run's: bbx-undo's own copies are never limited ---------------------
+setup
+run "$REFUSE" 't("grow", lambda: open("small", "w").write("G" * (2 << 20)))'
+cp "$W/small" "$T_TMP/small.run"
+rt_undo "$J"
+rc=$?
+same "$W/small" "$T_TMP/orig/small" && [ $rc -eq 0 ] && rt_undo "$J/undo" && same "$W/small" "$T_TMP/small.run"
+ok $? "bbx-undo overwrites a 2 MiB version over a 1 MiB limit, keeping it: undo of the undo brings it back"
+
+plan "$T_N"
+finish
