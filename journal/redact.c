@@ -586,13 +586,42 @@ size_t bbx_redact_argv(char *const argv[], char *out, size_t cap)
 	return len;
 }
 
+static uint64_t *clean_slots;
+static size_t clean_n;
+static uint64_t clean_seed;
+
+void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed)
+{
+	clean_seed = seed;
+	clean_n = slots ? n : 0;
+	clean_slots = slots;
+}
+
 size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 {
 	size_t len = 0;
 	bool full = false;
 	for (size_t i = 0; envp && envp[i]; i++) {
 		size_t room = full || len >= cap ? 0 : cap - len;
-		size_t n = bbx_redact_env(envp[i], room ? out + len : NULL, room);
+		const char *s = envp[i];
+		size_t n = 0, sl = 0;
+		uint64_t h = 0, *slot = NULL;
+		if (clean_n) {
+			sl = strlen(s);
+			h = XXH64(s, sl, clean_seed) | 1; /* 0 is an empty slot */
+			slot = &clean_slots[h % clean_n];
+			if (__atomic_load_n(slot, __ATOMIC_RELAXED) == h) {
+				struct out o = {room ? out + len : NULL, room, 0};
+				put(&o, s, sl);
+				n = finish(&o);
+				goto next;
+			}
+		}
+		n = bbx_redact_env(s, room ? out + len : NULL, room);
+		/* Clean: the output is the entry itself, whole (not cut short by the room). */
+		if (slot && n == sl && n + 1 <= room && !memcmp(out + len, s, n))
+			__atomic_store_n(slot, h, __ATOMIC_RELAXED);
+next:
 		if (n + 1 > room)
 			full = true;
 		len += n + 1;

@@ -30,6 +30,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define BBX_REDACT_MARK "***REDACTED***"
 
@@ -62,6 +63,13 @@ size_t bbx_redact_arg(const char *tool, const char *prev, const char *arg, char 
  * holds only the elements that fitted whole. */
 size_t bbx_redact_argv(char *const argv[], char *out, size_t cap);
 size_t bbx_redact_envp(char *const envp[], char *out, size_t cap);
+/* A table of n hashes of environment entries found clean (redaction left them as they
+ * were), shared by every process of a run (state.h, bbx_state_clean), so that
+ * bbx_redact_envp copies an entry it has seen instead of scanning it.  seed: the run's
+ * (an entry with a secret is never entered; one colliding with a clean entry's 64-bit
+ * hash would be copied).  Only for a run whose redaction rules are fixed: the table
+ * answers for the rules it was filled under.  NULL: no table. */
+void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed);
 /* The same over strings already stored back to back (/proc/self/cmdline): len bytes
  * at blk, each string NUL-terminated (a missing last NUL is supplied).  env: NAME=VALUE
  * entries, else an argv. */

@@ -26,10 +26,15 @@ size_t bbx_state_lock_off(uint32_t nslots)
 
 #define LOCK_SPAN ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63)
 
-/* Version 2: the journal lock after the slots; version 3: the sync lock after it. */
+#define PROGS_SPAN ((BBX_STATE_PROGS * sizeof(struct bbx_state_prog) + 63) & ~(size_t)63)
+#define CLEAN_SPAN ((BBX_STATE_CLEAN * sizeof(uint64_t) + 63) & ~(size_t)63)
+
+/* Version 2: the journal lock after the slots; version 3: the sync lock after it;
+ * version 4: the program table after that. */
 static size_t state_total_v(uint32_t nslots, uint32_t version)
 {
-	return bbx_state_lock_off(nslots) + (version >= 3 ? 2 : 1) * LOCK_SPAN;
+	return bbx_state_lock_off(nslots) + (version >= 3 ? 2 : 1) * LOCK_SPAN +
+	       (version >= 4 ? PROGS_SPAN + CLEAN_SPAN : 0);
 }
 
 static size_t state_total(uint32_t nslots)
@@ -55,6 +60,20 @@ pthread_mutex_t *bbx_state_sync_lock(struct bbx_state *st)
 	if (st->version < 3)
 		return NULL;
 	return (pthread_mutex_t *)((char *)st + bbx_state_lock_off(st->nslots) + LOCK_SPAN);
+}
+
+struct bbx_state_prog *bbx_state_progs(struct bbx_state *st)
+{
+	if (st->version < 4)
+		return NULL;
+	return (struct bbx_state_prog *)((char *)st + bbx_state_lock_off(st->nslots) +
+					 2 * LOCK_SPAN);
+}
+
+uint64_t *bbx_state_clean(struct bbx_state *st)
+{
+	struct bbx_state_prog *p = bbx_state_progs(st);
+	return p ? (uint64_t *)((char *)p + PROGS_SPAN) : NULL;
 }
 
 /* The journal lock: shared by every process of the run, and robust, so that a process

@@ -40,7 +40,8 @@ struct bbx_state_slot {
  * uses three of version 1's reserved words for the hash chain; the header and the slot
  * table are laid out as in version 1, so a version 1 file still maps (without a lock:
  * its journal is written unchained). */
-#define BBX_STATE_VERSION 3 /* 3: the sync lock after the journal lock */
+/* 3: the sync lock after the journal lock; 4: the program table after the sync lock */
+#define BBX_STATE_VERSION 4
 
 /* [journal] sync (policy.ini), kept in the state file so that every process of the run,
  * the shim and bbx-run alike, knows it before its first record (run.c). */
@@ -78,6 +79,26 @@ pthread_mutex_t *bbx_state_lock(struct bbx_state *st);
  * held around one fdatasync of the journal, so that writers arriving while it runs
  * queue behind it and the first of them syncs for all (run.c). */
 pthread_mutex_t *bbx_state_sync_lock(struct bbx_state *st);
+
+/* What the shim learnt about a program file it was asked to execute (exec.c): whether
+ * it can enter it (static, setuid, file capabilities), keyed by identity and times.
+ * Shared by the run so that a fork child, which starts with nothing of its own, finds
+ * the answer its siblings found (a shell loop starts the same programs again and
+ * again; the ELF header and the capability xattr cost 5 system calls and ~35 us per
+ * exec here).  An entry is valid when tag is a hash of the other fields, written last:
+ * a torn or racing entry is only a miss.  Its contents are the shim's business. */
+struct bbx_state_prog {
+	uint64_t dev, ino, mtime, ctime, why, tag;
+};
+#define BBX_STATE_PROGS 64
+/* The program table (version 4: after the sync lock), or NULL for older state files. */
+struct bbx_state_prog *bbx_state_progs(struct bbx_state *st);
+/* Hashes of environment entries redaction left as they were (redact.h,
+ * bbx_redact_set_cache), after the program table: the same environment is passed to
+ * every exec of a run, and an EXEC record then copies it instead of scanning it again
+ * (~30 us of a fork child's exec here).  NULL for older state files. */
+#define BBX_STATE_CLEAN 1024
+uint64_t *bbx_state_clean(struct bbx_state *st);
 
 /* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
 int bbx_state_create(const char *path);

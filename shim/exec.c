@@ -53,43 +53,55 @@ static const char *const why_text[] = {
 	"program with file capabilities: the shim cannot enter it",
 	"statically linked program: the shim cannot enter it"};
 
-/* What unenterable() found for the last few programs, by identity and change time: a
- * build or an agent's tool loop starts the same programs again and again, so the ELF
- * header and the capability xattr are read once (4 system calls saved per exec).  An
- * entry is valid when its tag is the hash of its fields (written before the tag, read
- * after it), so threads racing on a slot only ever cost a miss. */
-struct prog_seen {
-	uint64_t dev, ino, mtime, ctime, why, tag;
-};
-static struct prog_seen seen[16];
+/* What unenterable() found for programs already started, by identity and change time:
+ * a build or an agent's tool loop starts the same programs again and again, so the ELF
+ * header and the capability xattr are read once (5 system calls saved per exec).  The
+ * table is the run's (state.h: every fork child finds what its siblings found), else
+ * this process's own.  An entry is valid when its tag is the hash of its fields
+ * (written before the tag, read after it), so writers racing on a slot, in threads or
+ * processes, only ever cost a miss. */
+#define SEEN_LOCAL 16
+static struct bbx_state_prog seen_local[SEEN_LOCAL];
 
-static uint64_t seen_tag(const struct prog_seen *e)
+static uint64_t seen_tag(const struct bbx_state_prog *e)
 {
-	return XXH64(e, offsetof(struct prog_seen, tag), 0x62627865) | 1;
+	return XXH64(e, offsetof(struct bbx_state_prog, tag), 0x62627865) | 1;
 }
 
-static const char *unenterable_read(const char *file, const struct stat *sb, int *code);
+static const char *unenterable_read(const char *file, int *code);
 
 /* A program the shim will not be loaded into: statically linked (no PT_INTERP), or
- * setuid/setgid or with file capabilities (the loader drops LD_PRELOAD for those). */
-static const char *unenterable(const char *file)
+ * setuid/setgid or with file capabilities (the loader drops LD_PRELOAD for those).
+ * sb: the file's stat (the caller's, or NULL to take it here). */
+static const char *unenterable(const char *file, const struct stat *given)
 {
-	struct stat sb;
-	if (stat(file, &sb) < 0 || !S_ISREG(sb.st_mode))
+	struct stat own;
+	const struct stat *sbp = given;
+	if (!sbp) {
+		if (stat(file, &own) < 0)
+			return NULL;
+		sbp = &own;
+	}
+	const struct stat sb = *sbp;
+	if (!S_ISREG(sb.st_mode))
 		return NULL;
 	if (sb.st_mode & (S_ISUID | S_ISGID))
 		return why_text[1];
-	struct prog_seen k = {.dev = sb.st_dev, .ino = sb.st_ino,
+	struct bbx_state_prog k = {.dev = sb.st_dev, .ino = sb.st_ino,
 			      .mtime = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + sb.st_mtim.tv_nsec,
 			      .ctime = (uint64_t)sb.st_ctim.tv_sec * 1000000000u + sb.st_ctim.tv_nsec};
-	struct prog_seen *e = &seen[(k.ino ^ k.dev) % 16];
+	struct bbx_state_prog *tab = bbx_status == 0 && bbx_run.st ? bbx_state_progs(bbx_run.st) : NULL;
+	size_t n = tab ? BBX_STATE_PROGS : SEEN_LOCAL;
+	if (!tab)
+		tab = seen_local;
+	struct bbx_state_prog *e = &tab[(k.ino ^ k.dev) % n];
 	uint64_t tag = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
-	struct prog_seen c = *e;
+	struct bbx_state_prog c = *e;
 	if (tag && c.tag == tag && seen_tag(&c) == tag && c.dev == k.dev && c.ino == k.ino &&
 	    c.mtime == k.mtime && c.ctime == k.ctime && c.why < 4)
 		return why_text[c.why];
 	int code = 0;
-	const char *why = unenterable_read(file, &sb, &code);
+	const char *why = unenterable_read(file, &code);
 	k.why = (uint64_t)code;
 	__atomic_store_n(&e->tag, 0, __ATOMIC_RELEASE);
 	e->dev = k.dev, e->ino = k.ino, e->mtime = k.mtime, e->ctime = k.ctime, e->why = k.why;
@@ -97,9 +109,8 @@ static const char *unenterable(const char *file)
 	return why;
 }
 
-static const char *unenterable_read(const char *file, const struct stat *sb, int *code)
+static const char *unenterable_read(const char *file, int *code)
 {
-	(void)sb;
 	if (getxattr(file, "security.capability", NULL, 0) > 0) {
 		*code = 2;
 		return why_text[2];
@@ -163,8 +174,9 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 	struct bbx_pol_verdict v;
 	char file[PATH_MAX];
 	int have = find_program(exe, file, sizeof file) == 0;
+	struct stat sb;
+	int have_sb = 0;
 	if (have && p->n_deny_read) {
-		struct stat sb;
 		char abs[PATH_MAX];
 		if (!bbx_path_abs(AT_FDCWD, file, abs, sizeof abs)) {
 			bbx_pol_read(p, abs, &v);
@@ -172,7 +184,8 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 				return bbx_pol_report(op, BBX_ACC_EXEC, abs, NULL, NULL, NULL, argv,
 						      &v);
 		}
-		if (stat(file, &sb) == 0 && bbx_pol_read_inode(p, sb.st_dev, sb.st_ino, &v))
+		have_sb = stat(file, &sb) == 0;
+		if (have_sb && bbx_pol_read_inode(p, sb.st_dev, sb.st_ino, &v))
 			return bbx_pol_report(op, BBX_ACC_EXEC, file, NULL, NULL, NULL, argv, &v);
 	}
 	if (p->n_exec && argv && argv[0]) {
@@ -201,7 +214,7 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 		}
 	}
 	if (have && p->static_action != BBX_ACT_ALLOW) {
-		const char *why = unenterable(file);
+		const char *why = unenterable(file, have_sb ? &sb : NULL);
 		if (why) {
 			const struct bbx_pol_rule r = {.loc = p->static_loc};
 			(void)r;
@@ -226,14 +239,13 @@ static long record_exec(const char *op, const char *exe, char *const argv[],
 	/* Possibly in a vfork child: the header's ids are asked afresh, not taken from
 	 * (nor left in) the parent's cache; reset before the exec, which never returns. */
 	bbx_run_fresh_ids = 1;
+	/* The run first (opened on a process's first record anyway): exec_policy then
+	 * finds the run's program table. */
+	int urc = bbx_usable();
 	int prc = exec_policy(op, exe, argv);
-	if (prc) {
+	if (prc || urc) {
 		bbx_run_fresh_ids = 0;
-		return prc;
-	}
-	if (bbx_usable()) {
-		bbx_run_fresh_ids = 0;
-		return bbx_usable();
+		return prc ? prc : urc;
 	}
 	/* If this is the process's first record, the EXEC names it: no PROC needed. */
 	__atomic_store_n(&bbx_run_proc_pending, 0, __ATOMIC_RELEASE);

@@ -9,6 +9,7 @@
  * with the reason (invariant 2), and one line says so on stderr.
  */
 #include "shim.h"
+#include "journal/redact.h"
 
 #include <dlfcn.h>
 #include <sys/wait.h> /* the wait family, for the table below */
@@ -161,8 +162,18 @@ int bbx_open_run(void)
 							 : bbx_status;
 		if (rc && bbx_status == BBX_STATUS_CLOSED)
 			warn_once(bbx_journal_dir, -rc);
-		if (!rc)
+		if (!rc) {
 			__atomic_store_n(&bbx_run_proc_pending, 1, __ATOMIC_RELEASE); /* PROC */
+			/* The run's table of environment entries known clean (EXEC records).
+			 * Set here, in the process that opens the run, so that its fork
+			 * children inherit it without writing a page of their own.  Entries
+			 * go in only while an EXEC is encoded, after exec.c has loaded the
+			 * policy and with it the run's redaction rules. */
+			uint64_t *c = bbx_state_clean(bbx_run.st);
+			if (c)
+				bbx_redact_set_cache(c, BBX_STATE_CLEAN,
+						     bbx_run_mark(bbx_run.jdev, bbx_run.jino));
+		}
 		__atomic_store_n(&bbx_status, rc, __ATOMIC_RELEASE);
 		__atomic_store_n(&open_state, 2, __ATOMIC_RELEASE);
 	} else {

@@ -215,6 +215,43 @@ START_TEST(test_truncation)
 }
 END_TEST
 
+/* The run's table of clean environment entries: clean entries enter it and are then
+ * copied; an entry with a secret never enters it and is redacted every time; an entry
+ * cut short by the room never enters it; the output is the same with or without. */
+START_TEST(test_clean_cache)
+{
+	bbx_redact_reset();
+	uint64_t slots[64] = {0};
+	char *envp[] = {"PATH=/usr/bin:/bin", "HOME=/root", "GH=ghp_abcdefghijklmnopqrstuvwxyz0123",
+			"AWS_SECRET_ACCESS_KEY=abc", "LONG=0123456789abcdefghij", NULL};
+	char plain[256], first[256], second[256];
+	size_t n0 = bbx_redact_envp(envp, plain, sizeof plain);
+	bbx_redact_set_cache(slots, 64, 42);
+	size_t n1 = bbx_redact_envp(envp, first, sizeof first);
+	int used = 0;
+	for (int i = 0; i < 64; i++)
+		used += slots[i] != 0;
+	ck_assert_int_eq(used, 3); /* PATH, HOME, LONG: the two with secrets stay out */
+	size_t n2 = bbx_redact_envp(envp, second, sizeof second);
+	ck_assert_uint_eq(n0, n1);
+	ck_assert_uint_eq(n1, n2);
+	ck_assert(memcmp(plain, first, n0) == 0 && memcmp(first, second, n0) == 0);
+	ck_assert(memmem(second, n2, "ghp_", 4) == NULL && memmem(second, n2, "=abc", 4) == NULL);
+	/* a cached entry copied into too little room is cut, like a scanned one */
+	char small[8];
+	ck_assert_uint_eq(bbx_redact_envp(envp, small, sizeof small), n0);
+	ck_assert(memcmp(small, "PATH=/u", 7) == 0);
+	/* an entry truncated by the room is not entered */
+	uint64_t fresh[64] = {0};
+	bbx_redact_set_cache(fresh, 64, 7);
+	char *one[] = {"LONG=0123456789abcdefghij", NULL};
+	bbx_redact_envp(one, small, sizeof small);
+	for (int i = 0; i < 64; i++)
+		ck_assert_uint_eq(fresh[i], 0);
+	bbx_redact_set_cache(NULL, 0, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("redact");
@@ -228,6 +265,7 @@ int main(void)
 	tcase_add_test(tc, test_configured);
 	tcase_add_test(tc, test_fingerprint);
 	tcase_add_test(tc, test_truncation);
+	tcase_add_test(tc, test_clean_cache);
 	suite_add_tcase(s, tc);
 	return unit_main(s);
 }

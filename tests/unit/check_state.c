@@ -66,9 +66,17 @@ START_TEST(test_create_and_map)
 	ck_assert_uint_eq(bbx_state_lock_off(BBX_STATE_SLOTS) % 64, 0);
 	ck_assert_uint_ge(bbx_state_lock_off(BBX_STATE_SLOTS),
 			  sizeof(struct bbx_state) + BBX_STATE_SLOTS * sizeof(struct bbx_state_slot));
-	/* ... and the sync lock (version 3) 64 bytes after it */
-	ck_assert_uint_eq((size_t)sb.st_size, bbx_state_lock_off(BBX_STATE_SLOTS) +
-			  2 * ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63));
+	/* ... and the sync lock (version 3) 64 bytes after it, then the program table
+	 * (version 4) */
+	size_t locks = 2 * ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63);
+	ck_assert_uint_eq((size_t)sb.st_size,
+			  bbx_state_lock_off(BBX_STATE_SLOTS) + locks +
+				  ((BBX_STATE_PROGS * sizeof(struct bbx_state_prog) + 63) & ~(size_t)63) +
+				  BBX_STATE_CLEAN * sizeof(uint64_t));
+	ck_assert_ptr_eq(bbx_state_clean(st), (char *)bbx_state_progs(st) +
+			 ((BBX_STATE_PROGS * sizeof(struct bbx_state_prog) + 63) & ~(size_t)63));
+	ck_assert_ptr_eq(bbx_state_progs(st), (char *)bbx_state_lock(st) + locks);
+	ck_assert_uint_eq(bbx_state_progs(st)[BBX_STATE_PROGS - 1].tag, 0); /* zero-filled */
 	ck_assert_ptr_eq(bbx_state_sync_lock(st),
 			 (char *)bbx_state_lock(st) + ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63));
 	/* Allocated, not sparse: a hole in a shared mapping raises SIGBUS on a full disk. */
