@@ -115,7 +115,9 @@ if command -v script >/dev/null; then
 		[ "$(grep -c '^PAGED:' "$T_TMP/tty2")" -eq "$N_TEXT" ] && ! grep -q $'\033' "$T_TMP/tty2" &&
 		! grep -q 'PAGED:\|\033' "$T_TMP/tty3" && [ "$(wc -l <"$T_TMP/tty3")" -eq "$N_TEXT" ]
 	rc=$?
-	[ $rc -ne 0 ] && diag "text $N_TEXT lines; paged $(grep -c '^PAGED:' "$T_TMP/tty1") and $(grep -c '^PAGED:' "$T_TMP/tty2"); tty $(wc -l <"$T_TMP/tty3")"
+	[ $rc -ne 0 ] && diag "text $N_TEXT lines; paged $(grep -c '^PAGED:' "$T_TMP/tty1") and $(grep -c '^PAGED:' "$T_TMP/tty2"); tty $(wc -l <"$T_TMP/tty3");" \
+		"colour in tty1: $(grep -c $'\033\\[' "$T_TMP/tty1"), in tty2: $(grep -c $'\033' "$T_TMP/tty2"), PAGED/ESC in tty3: $(grep -c 'PAGED:\|\033' "$T_TMP/tty3")" \
+		"first lines: $(head -c 300 "$T_TMP/tty1" | od -c | head -5 | tr '\n' ' ')"
 	ok $rc "a terminal: every line through PAGER, in colour; NO_COLOR: none; --no-pager --color=never"
 else
 	skip "script(1) not installed"
