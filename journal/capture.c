@@ -482,12 +482,22 @@ static int record_size(struct bbx_run *run, const char *op, const char *path,
 	return rc;
 }
 
+/* CREATE, once the policy has allowed it. */
+static int create_record(struct bbx_run *run, const char *op, const char *path, int kind,
+			 uint32_t mode, const char *target, struct bbx_pending *pend);
+
 int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int kind,
 		   uint32_t mode, const char *target, struct bbx_pending *pend)
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
 	POLICY(op, path, -1, 0);
+	return create_record(run, op, path, kind, mode, target, pend);
+}
+
+static int create_record(struct bbx_run *run, const char *op, const char *path, int kind,
+			 uint32_t mode, const char *target, struct bbx_pending *pend)
+{
 	if (pseudo_fs(path))
 		return 0;
 	pend->seq = 0;
@@ -600,11 +610,12 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	if (in_journal_dir(run, path))
 		return -EACCES;
 	struct stat sb;
-	int rc = k_lstat(path, &sb);
+	int rc = k_lstat(path, &sb), dangling = 0;
 	if (rc == 0 && S_ISLNK(sb.st_mode) && !(oflags & O_NOFOLLOW)) {
 		/* Decide and record on what the call reaches. */
 		if (k_stat(path, &sb) < 0) {
 			rc = -1, errno = ENOENT; /* dangling: O_CREAT creates the target */
+			dangling = 1;
 		} else if (!S_ISREG(sb.st_mode)) {
 			return 0; /* /dev/stdout -> a pipe, a tty: nothing on disk to keep */
 		} else if (resolve_final_symlink(path, resolved, PATH_MAX) == 0) {
@@ -617,7 +628,8 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 		if (errno != ENOENT || !(oflags & O_CREAT))
 			return 0; /* the call fails the same way */
 		const char *target = path;
-		if (!(oflags & (O_EXCL | O_NOFOLLOW))) {
+		/* Only a dangling symlink has a target to follow (lstat found nothing else). */
+		if (dangling && !(oflags & (O_EXCL | O_NOFOLLOW))) {
 			rc = follow_dangling(path, resolved, PATH_MAX);
 			if (rc)
 				return rc;
@@ -627,7 +639,9 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 		}
 		if (target != resolved)
 			snprintf(resolved, PATH_MAX, "%s", target);
-		return bbx_cap_create(run, op, resolved, BBX_KIND_FILE, mode, NULL, pend);
+		/* The policy decided above on what the call reaches (a dangling symlink
+		 * followed): no second decision. */
+		return create_record(run, op, resolved, BBX_KIND_FILE, mode, NULL, pend);
 	}
 	if ((oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 		return 0; /* EEXIST */
