@@ -93,15 +93,49 @@ static int in_journal_dir(const struct bbx_run *run, const char *path)
 /* stat through the kernel, not through whatever else is preloaded: under fakeroot,
  * libfakeroot answers stat() with the owner and mode it pretends, and the undo record
  * must hold the real ones. */
-static int k_stat(const char *p, struct stat *sb)
+__thread uint64_t bbx_stat_epoch __attribute__((tls_model("initial-exec")));
+
+/* newfstatat through the memo (capture.h): the same question in the same epoch gets
+ * the same answer, errno included. */
+static int k_statat(const char *p, struct stat *sb, int follow)
 {
-	return (int)syscall(SYS_newfstatat, AT_FDCWD, p, sb, 0);
+	struct bbx_scratch *s = scratch_tls;
+	uint64_t ep = bbx_stat_epoch;
+	size_t l = ep && s ? strnlen(p, BBX_MEMO_PATH) : BBX_MEMO_PATH;
+	if (l < BBX_MEMO_PATH) {
+		for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
+			struct bbx_stat_memo *m = &s->memo[i];
+			if (m->epoch == ep && m->follow == follow && !memcmp(m->path, p, l + 1)) {
+				if (m->ret == 0)
+					*sb = m->sb;
+				else
+					errno = m->err;
+				return m->ret;
+			}
+		}
+	}
+	int r = (int)syscall(SYS_newfstatat, AT_FDCWD, p, sb, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+	if (l < BBX_MEMO_PATH) {
+		struct bbx_stat_memo *m = &s->memo[s->memo_next++ % BBX_MEMO_SLOTS];
+		m->epoch = ep, m->follow = follow, m->ret = r, m->err = errno;
+		if (r == 0)
+			m->sb = *sb;
+		memcpy(m->path, p, l + 1);
+	}
+	return r;
 }
 
-static int k_lstat(const char *p, struct stat *sb)
+/* After the capture changed something (nlink and ctime of a linked target, a new
+ * shard): what it asked before no longer holds. */
+static void memo_forget(void)
 {
-	return (int)syscall(SYS_newfstatat, AT_FDCWD, p, sb, AT_SYMLINK_NOFOLLOW);
+	if (bbx_stat_epoch)
+		bbx_stat_epoch++;
 }
+
+static int k_stat(const char *p, struct stat *sb) { return k_statat(p, sb, 1); }
+
+static int k_lstat(const char *p, struct stat *sb) { return k_statat(p, sb, 0); }
 
 static int k_fstat(int fd, struct stat *sb)
 {
@@ -270,7 +304,9 @@ static int make_shard(struct bbx_run *run, const char *objpath)
 		return -ENAMETOOLONG;
 	memcpy(d, objpath, n);
 	d[n] = 0;
-	if (mkdir(d, SHARD_MODE) < 0)
+	int r = mkdir(d, SHARD_MODE);
+	memo_forget();
+	if (r < 0)
 		return errno == EEXIST ? 0 : -errno;
 	return bbx_run_sync_mode(run) != BBX_SYNC_OFF ? sync_dir_of(d) : 0;
 }
@@ -728,6 +764,7 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		if (lk < 0 && errno == ENOENT && k_lstat(path, &(struct stat){0}) == 0 &&
 		    make_shard(run, tls.obj) == 0)
 			lk = bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0);
+		memo_forget(); /* the target's link count and ctime moved */
 		if (lk == 0) {
 			how = BBX_HOW_LINK;
 			if (bbx_run_sync_mode(run) != BBX_SYNC_OFF && (rc = sync_dir_of(tls.obj))) {

@@ -27,12 +27,34 @@
 
 /* Per-thread scratch.  a, b, c are for callers (the shim's resolved paths); the rest is
  * used inside the capture functions. */
+#define BBX_MEMO_SLOTS 4
+#define BBX_MEMO_PATH 240
+struct bbx_stat_memo {
+	uint64_t epoch; /* bbx_stat_epoch when taken; 0: empty */
+	int follow, ret, err;
+	struct stat sb;
+	char path[BBX_MEMO_PATH];
+};
 struct bbx_scratch {
 	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
 	uint8_t rec[BBX_REC_BUF];
 	char obj[PATH_MAX], tmp[PATH_MAX], lnk[PATH_MAX];
 	char pol[PATH_MAX]; /* the shim's policy: what an open decided on is reopened as */
+	struct bbx_stat_memo memo[BBX_MEMO_SLOTS];
+	unsigned memo_next;
+	uint64_t cwd_epoch; /* cwd holds getcwd()'s answer taken in this epoch */
+	char cwd[PATH_MAX];
 };
+
+/* The capture's stat calls, and getcwd, answered once per epoch: one capture asks about
+ * the same parent directory and target several times (a rename: the directory three
+ * times, the target twice), each a path walk in the kernel.  The shim starts a new
+ * epoch on entering a wrapper, around its real call and after it (shim.h), and the
+ * capture itself after each change it makes (a hard link, a shard directory).  0, the
+ * tools' value, turns the memo off.  Per thread. */
+extern __thread uint64_t bbx_stat_epoch;
+/* getcwd(3) through the memo (path.c).  Returns 0 or -errno. */
+int bbx_path_cwd(char *out, size_t cap);
 
 /* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at
  * thread exit.  NULL when it cannot be mapped: callers refuse with ENOMEM. */

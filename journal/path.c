@@ -60,6 +60,26 @@ static int canon_parent(char *out, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+int bbx_path_cwd(char *out, size_t cap)
+{
+	uint64_t ep = bbx_stat_epoch;
+	struct bbx_scratch *s = ep ? bbx_scratch() : NULL;
+	if (s && s->cwd_epoch == ep) {
+		size_t l = strlen(s->cwd);
+		if (l >= cap)
+			return -ERANGE;
+		memcpy(out, s->cwd, l + 1);
+		return 0;
+	}
+	if (!getcwd(out, cap))
+		return -errno;
+	if (s && strlen(out) < sizeof s->cwd) {
+		strcpy(s->cwd, out);
+		s->cwd_epoch = ep;
+	}
+	return 0;
+}
+
 __thread const char *bbx_path_parent_real __attribute__((tls_model("initial-exec")));
 
 int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
@@ -72,8 +92,7 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 	if (path[0] != '/') {
 		int rc = 0;
 		if (dirfd == AT_FDCWD) {
-			if (!getcwd(out, cap))
-				rc = -errno;
+			rc = bbx_path_cwd(out, cap);
 		} else {
 			rc = bbx_path_fd(dirfd, out, cap);
 		}

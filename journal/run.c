@@ -419,13 +419,13 @@ int bbx_run_set_sync(const char *dir, int mode)
 
 int bbx_run_object_name(uint64_t seq, char *out, size_t cap)
 {
-	int n = snprintf(out, cap, "%02x/%llu", (unsigned)(seq & 0xff), (unsigned long long)seq);
+	int n = snprintf(out, cap, "%02x/%llu", bbx_run_object_shard(seq), (unsigned long long)seq);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
 int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size_t cap)
 {
-	int n = snprintf(out, cap, "%s/objects/%02x/%llu", run->dir, (unsigned)(seq & 0xff),
+	int n = snprintf(out, cap, "%s/objects/%02x/%llu", run->dir, bbx_run_object_shard(seq),
 			 (unsigned long long)seq);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }

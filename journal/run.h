@@ -88,10 +88,16 @@ int bbx_run_set_sync(const char *dir, int mode);
 /* fsync(2) of a file or directory by path.  Returns 0 or -errno. */
 int bbx_run_fsync_path(const char *path);
 
-/* Objects live in 256 shard directories, objects/<seq & 0xff, 2 hex digits>/<seq>,
- * made on first use: a link into a small directory is several times cheaper on ext4
- * than into one holding every pre-image of a big run.  The record names the object by
- * its path under objects/ ("3f/12351"). */
+/* Objects live in up to 256 shard directories, objects/<(seq >> 10) & 0xff, 2 hex
+ * digits>/<seq>, made on first use: a link into a small directory is several times
+ * cheaper on ext4 than into one holding every pre-image of a big run.  Consecutive
+ * sequence numbers share a shard (1024 per shard, then the next), so a run that keeps a
+ * few hundred objects makes a handful of directories, not 256: each mkdir is an inode
+ * allocation, which ext4 makes slow after many deletions (the recently-deleted inode
+ * scan: 226 shard directories cost the edit bench about a tenth of its time).  The
+ * record names the object by its path under objects/ ("3/12351"), so readers never
+ * compute it. */
+static inline unsigned bbx_run_object_shard(uint64_t seq) { return (unsigned)((seq >> 10) & 0xff); }
 int bbx_run_object_name(uint64_t seq, char *out, size_t cap);
 int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size_t cap);
 

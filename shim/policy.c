@@ -345,6 +345,32 @@ static int always_writable(const char *p)
 	return 0;
 }
 
+static int canonical(const char *path);
+
+/* The directory dir (len bytes of it) opened O_PATH, its name as the kernel knows it in
+ * out: with openat2(RESOLVE_NO_SYMLINKS) when the words are canonical (then they are
+ * the name, and no readlink of /proc/self/fd is needed), else open and readlink.
+ * Returns the descriptor, or -1. */
+static int open_dir_named(char *dir, char *out)
+{
+	if (canonical(dir)) {
+		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				       .resolve = RESOLVE_NO_SYMLINKS};
+		int fd = (int)BBX_REAL(syscall)(SYS_openat2, AT_FDCWD, dir, &how, sizeof how,
+						bbx_mark());
+		if (fd >= 0) {
+			strcpy(out, dir);
+			return fd;
+		}
+	}
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && bbx_path_fd(fd, out, PATH_MAX)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Where a call naming path really lands: the parent directory as the kernel resolves
  * it, plus the last component; with follow, a final symlink (dangling ones included:
  * O_CREAT through them creates the target) is followed.  out and tmp hold PATH_MAX.
@@ -395,10 +421,8 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp, in
 	size_t pl = slash == cur ? 1 : (size_t)(slash - cur);
 	memcpy(tmp, cur, pl);
 	tmp[pl] = 0;
-	int fd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || bbx_path_fd(fd, out, PATH_MAX)) {
-		if (fd >= 0)
-			close(fd);
+	int fd = open_dir_named(tmp, out);
+	if (fd < 0) {
 		/* No such parent: the call fails by itself; decide on the words. */
 		memcpy(out, cur, strlen(cur) + 1);
 		return 0;
@@ -423,6 +447,21 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp, in
 __thread int bbx_pol_fd __attribute__((tls_model("initial-exec"))) = -1;
 __thread int bbx_pol_hold __attribute__((tls_model("initial-exec")));
 
+/* Is path's directory part the working directory as getcwd named it in this call
+ * (bbx_path_cwd's memo: the kernel's own name, nothing to resolve)?  "x", "./x" and
+ * both names of a rename within the working directory. */
+static int parent_is_cwd(const char *path)
+{
+	struct bbx_scratch *s = bbx_scratch();
+	if (!bbx_stat_epoch || s->cwd_epoch != bbx_stat_epoch)
+		return 0;
+	const char *slash = strrchr(path, '/');
+	if (!slash || !slash[1] || !strcmp(slash + 1, ".") || !strcmp(slash + 1, ".."))
+		return 0;
+	size_t dl = slash == path ? 1 : (size_t)(slash - path);
+	return strlen(s->cwd) == dl && !strncmp(path, s->cwd, dl);
+}
+
 static int write_hook(const char *op, const char *path, int fd, int follow)
 {
 	const struct bbx_pol_hdr *p = bbx_policy();
@@ -430,7 +469,8 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 		return 0;
 	struct bbx_scratch *s = bbx_scratch();
 	char *res = s->lnk;
-	if (path && !follow && path == bbx_path_parent_real && strlen(path) < PATH_MAX) {
+	if (path && !follow && (path == bbx_path_parent_real || parent_is_cwd(path)) &&
+	    strlen(path) < PATH_MAX) {
 		/* Its directory is already the kernel's name (bbx_path_abs): nothing to
 		 * resolve, and the call acts on the name itself. */
 		strcpy(res, path);

@@ -125,6 +125,7 @@ static inline int bbx_enter(int *saved)
 	*saved = errno;
 	bbx_guard = 1;
 	bbx_enter_gen++;
+	bbx_stat_epoch++; /* capture.h: what earlier calls saw no longer holds */
 	return 1;
 }
 
@@ -143,6 +144,7 @@ static inline void bbx_leave(int err)
 static inline unsigned bbx_call_begin(int saved)
 {
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	bbx_stat_epoch++; /* the real call changes what the capture saw */
 	bbx_guard = 0;
 	errno = saved;
 	return bbx_enter_gen;
@@ -153,6 +155,7 @@ static inline int bbx_call_end(unsigned gen)
 {
 	bbx_guard = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	bbx_stat_epoch++;
 	return gen != bbx_enter_gen;
 }
 

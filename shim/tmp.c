@@ -57,6 +57,7 @@ static int gen_temp(const char *op, char *tmpl, int suffixlen, int flags, int di
 			    : BBX_REAL(open)(tmpl, (flags & ~O_ACCMODE) | O_RDWR | O_CREAT | O_EXCL,
 					     0600);
 		int e = errno;
+		bbx_stat_epoch++; /* capture.h: the call created what the capture saw absent */
 		bbx_cap_done(&bbx_run, op, &pend, r, e, dir ? -1 : r);
 		if (r >= 0) {
 			bbx_leave(0);

@@ -129,7 +129,7 @@ expect seal 1 "journal:$(rec $L 2): seq $(rec $L 4): sealed chain head mismatch 
 # --- an object removed
 O=$(awk '$5 == 3' "$T_TMP/recs" | head -n 1)
 set -- $O
-OBJ=$(printf '%02x/%d' $(($4 & 255)) "$4")
+OBJ=$(printf '%02x/%d' $((($4 >> 10) & 255)) "$4")
 cpj "$J" "$T_TMP/obj"
 rm "$T_TMP/obj/objects/$OBJ"
 expect obj 1 "journal:$2: seq $4: object $OBJ missing" "missing object"
