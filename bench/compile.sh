@@ -43,7 +43,8 @@ for p in ${BENCH_BUILD_PROJECTS:-bbx sqlite}; do
 	*) echo "compile: unknown project $p" >&2; exit 2 ;;
 	esac
 	# SQLite's configure (autosetup) has no -q
-	build="./configure $([ "$p" = bbx ] && echo -q) >/dev/null && make -j2 >/dev/null"
+	q=; [ "$p" = bbx ] && q=-q
+	build="./configure $q >/dev/null && make -j2 >/dev/null"
 	echo "build-$p: $(find "$W/tpl" -name '*.c' | wc -l) C files, timed: $build" >&2
 	bench "build-$p" sh -c "$build"
 	table "build-$p"
