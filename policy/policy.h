@@ -158,6 +158,9 @@ static inline uint64_t bbx_pol_max_preserve(const struct bbx_pol_hdr *p)
 /* Validates a blob of len bytes (magic, version, sizes, every offset and string).
  * Returns 0 or -EINVAL. */
 int bbx_pol_check(const void *blob, size_t len);
+/* Indexes p's path rules by section, for a blob that stays mapped as long as the
+ * process lives (the shim's run policy; at most one per process, the first). */
+void bbx_pol_index(const struct bbx_pol_hdr *p);
 /* Maps the compiled policy file read-only (and checks it).  Returns 0 or -errno. */
 int bbx_pol_map(const char *path, const struct bbx_pol_hdr **out);
 

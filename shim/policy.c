@@ -72,6 +72,8 @@ static void pol_load(void)
 		}
 	}
 	pol = p;
+	if (p)
+		bbx_pol_index(p); /* mapped until the process ends */
 	if (p) {
 		bbx_results_all = p->results_all != 0; /* [journal] results */
 		/* [redact]: the policy's patterns beside the built-in ones. */
