@@ -276,15 +276,23 @@ void bbx_copy_xattrs(int from, int to)
 /* [journal] sync = group | always: an object and its directory entry are durable
  * before the record that names them is written (a durable record naming a lost object
  * would be worse than no record).  fsync of the directory holding path. */
-static int sync_dir_of(const char *path)
+/* The directory part of path into d (PATH_MAX).  0 or -ENAMETOOLONG. */
+static int dir_of(const char *path, char *d)
 {
-	char d[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	size_t n = slash ? (size_t)(slash - path) : 0;
-	if (!n || n >= sizeof d)
+	if (!n || n >= PATH_MAX)
 		return -ENAMETOOLONG;
 	memcpy(d, path, n);
 	d[n] = 0;
+	return 0;
+}
+
+static int sync_dir_of(const char *path)
+{
+	char d[PATH_MAX];
+	if (dir_of(path, d))
+		return -ENAMETOOLONG;
 	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -298,12 +306,8 @@ static int sync_dir_of(const char *path)
 static int make_shard(struct bbx_run *run, const char *objpath)
 {
 	char d[PATH_MAX];
-	const char *slash = strrchr(objpath, '/');
-	size_t n = slash ? (size_t)(slash - objpath) : 0;
-	if (!n || n >= sizeof d)
+	if (dir_of(objpath, d))
 		return -ENAMETOOLONG;
-	memcpy(d, objpath, n);
-	d[n] = 0;
 	int r = mkdir(d, SHARD_MODE);
 	memo_forget();
 	if (r < 0)

@@ -689,6 +689,20 @@ const char *bbx_log_outcome(const struct ev *e, char *buf, size_t cap)
 	return buf;
 }
 
+/* " (reason) rule file:line", where the record has them. */
+static void put_reason_rule(FILE *o, const struct bbx_rec *r)
+{
+	if (r->reason) {
+		fprintf(o, " (");
+		bbx_log_put_str(o, r->reason);
+		putc(')', o);
+	}
+	if (r->rule) {
+		fprintf(o, " rule ");
+		bbx_log_put_str(o, r->rule);
+	}
+}
+
 /* What a PRESERVE kept, when it is worth a reader's eye: a pre-image that was not kept
  * (over [journal] max_preserve, allowed: undo cannot restore the path), or a copy large
  * or slow enough to explain why its call took long. */
@@ -702,15 +716,7 @@ static void print_kept(FILE *o, const struct bbx_rec *r)
 			fprintf(o, " %s", hs);
 		}
 		fprintf(o, ", cannot be undone");
-		if (r->reason) {
-			fprintf(o, " (");
-			bbx_log_put_str(o, r->reason);
-			putc(')', o);
-		}
-		if (r->rule) {
-			fprintf(o, " rule ");
-			bbx_log_put_str(o, r->rule);
-		}
+		put_reason_rule(o, r);
 		return;
 	}
 	if (!r->has_size || (r->how != BBX_HOW_COPY && r->how != BBX_HOW_REFLINK))
@@ -806,15 +812,7 @@ static void print_event(FILE *o, const struct ev *e)
 	if (r->type == BBX_REC_DENY) {
 		if (r->err)
 			fprintf(o, " %s%s%s", C("31"), bbx_log_errname(r->err), C("0"));
-		if (r->reason) {
-			fprintf(o, " (");
-			bbx_log_put_str(o, r->reason);
-			putc(')', o);
-		}
-		if (r->rule) {
-			fprintf(o, " rule ");
-			bbx_log_put_str(o, r->rule);
-		}
+		put_reason_rule(o, r);
 	} else if (r->type == BBX_REC_RESULT && r->has_ret) { /* a RESULT without its record */
 		fprintf(o, " ref %llu = %lld", (unsigned long long)r->ref, (long long)r->ret);
 		if (r->err)
