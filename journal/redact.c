@@ -104,7 +104,14 @@ bool bbx_redact_glob(const char *g, const char *s)
 	return !*g;
 }
 
-static bool has_wild(const char *g) { return strpbrk(g, "*?") != NULL; }
+/* A loop, not strpbrk: in a fork child's exec path each libc page touched is a fault. */
+static bool has_wild(const char *g)
+{
+	for (; *g; g++)
+		if (*g == '*' || *g == '?')
+			return true;
+	return false;
+}
 
 /* Does s contain the n bytes at lit, ignoring ASCII case?  What "*LIT*" means. */
 static bool icontains(const char *s, const char *lit, size_t n)

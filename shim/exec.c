@@ -31,8 +31,15 @@ extern char **environ;
  * executable match on $PATH (execvp's search).  0 or -errno. */
 static int find_program(const char *exe, char *out, size_t cap)
 {
-	if (strchr(exe, '/'))
-		return snprintf(out, cap, "%s", exe) < (int)cap ? 0 : -ENAMETOOLONG;
+	if (strchr(exe, '/')) {
+		/* Not snprintf: in a fork child every libc page the exec path touches is a
+		 * page fault (vfprintf is several). */
+		size_t l = strlen(exe);
+		if (l >= cap)
+			return -ENAMETOOLONG;
+		memcpy(out, exe, l + 1);
+		return 0;
+	}
 	const char *path = getenv("PATH");
 	if (!path || !*path)
 		path = "/bin:/usr/bin";
