@@ -20,7 +20,12 @@ trap 'rm -rf "$T_TMP" ${SHM:+"$SHM"}' EXIT
 cross_fs() { [ -n "$SHM" ] && [ "$(stat -c %d "$SHM")" != "$(stat -c %d "$T_TMP")" ]; }
 
 pol() { printf '%b' "$2" >"$T_TMP/$1.ini"; echo "$T_TMP/$1.ini"; }
-BASE="[paths]\nwrite = \${WORKSPACE}\nwrite = $SHM\n[journal]\nmax_preserve = 1M\n"
+# Without /dev/shm the cross-device cases are skipped and the policy names no second root
+# (an empty "write =" would be a malformed policy); a comment keeps the line numbers the
+# expected rule locations below count on.
+ROOT2="; no second filesystem"
+[ -n "$SHM" ] && ROOT2="write = $SHM"
+BASE="[paths]\nwrite = \${WORKSPACE}\n$ROOT2\n[journal]\nmax_preserve = 1M\n"
 REFUSE=$(pol refuse "$BASE")                                        # max_preserve: line 5
 ALLOW=$(pol allow "$BASE""over_max_preserve = allow\n")             # over_max_preserve: line 6
 AUDIT=$(pol audit "[general]\nmode = audit\n$BASE")                 # max_preserve: line 7
