@@ -349,8 +349,7 @@ static int always_writable(const char *p)
 
 static int canonical(const char *path);
 
-/* The directory dir (len bytes of it) opened O_PATH, its name as the kernel knows it in
- * out: with openat2(RESOLVE_NO_SYMLINKS) when the words are canonical (then they are
+/* The directory dir opened O_PATH, its name as the kernel knows it in out (PATH_MAX): with openat2(RESOLVE_NO_SYMLINKS) when the words are canonical (then they are
  * the name, and no readlink of /proc/self/fd is needed), else open and readlink.
  * Returns the descriptor, or -1. */
 static int open_dir_named(char *dir, char *out)
