@@ -29,6 +29,9 @@ VARIANTS=${BENCH_VARIANTS:-"bare bbx installwatch fakeroot strace"}
 CACHE=${BENCH_CACHE:-$SRC/bench/.cache}
 [ -x "$RUN" ] || { echo "bench: $RUN not built (set BBX_BUILDDIR)" >&2; exit 1; }
 W=$(mktemp -d "${BENCH_TMPDIR:-$B}/bbx-bench.XXXXXX")
+# The work directory sits inside the build tree by default: git must not walk up
+# into the project's repository from it.
+export GIT_CEILING_DIRECTORIES="$W"
 trap 'chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
 export BBX_STATE_DIR="$W/state"
 WD="$W/wd"	# the timed command runs here

@@ -9,6 +9,10 @@ T_N=0
 T_FAIL=0
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bbx-e2e.XXXXXX")
 export BBX_STATE_DIR="$T_TMP/state"
+# git must never walk up out of a test's tree: if a test's own .git were unreadable
+# (a shim bug), git would otherwise find and commit into whatever repository holds
+# TMPDIR, the project's own checkout included.
+export GIT_CEILING_DIRECTORIES="$T_TMP"
 trap 'rm -rf "$T_TMP"' EXIT
 
 plan() { echo "1..$1"; }
