@@ -37,6 +37,25 @@ static int preload_has_shim(const char *v)
 	return 0;
 }
 
+size_t bbx_env_put(char *out, size_t cap, const char *prefix, const char *val)
+{
+	size_t a = strlen(prefix), b = strlen(val);
+	if (!cap)
+		return 0;
+	if (a + b >= cap) {
+		/* Truncated (callers refuse or accept it): a terminated prefix of the whole. */
+		size_t k = a < cap - 1 ? a : cap - 1;
+		memcpy(out, prefix, k);
+		size_t m = cap - 1 - k < b ? cap - 1 - k : b;
+		memcpy(out + k, val, m);
+		out[k + m] = 0;
+		return 0;
+	}
+	memcpy(out, prefix, a);
+	memcpy(out + a, val, b + 1);
+	return a + b;
+}
+
 void bbx_env_init(void)
 {
 	const char *path = NULL;
@@ -54,10 +73,12 @@ void bbx_env_init(void)
 	}
 	size_t cap = sizeof bbx_env_arena - bbx_env_used;
 	env_preload = bbx_env_arena + bbx_env_used;
-	int pn = snprintf(env_preload, cap < PATH_MAX + 16 ? cap : PATH_MAX + 16, "LD_PRELOAD=%s",
-			  pre && preload_has_shim(pre) ? pre : path ? path : shim_base);
-	if (pn >= 0)
-		bbx_env_used += strnlen(env_preload, cap) + 1; /* the arena goes on after it */
+	const char *val = pre && preload_has_shim(pre) ? pre : path ? path : shim_base;
+	size_t pn = bbx_env_put(env_preload, cap < PATH_MAX + 16 ? cap : PATH_MAX + 16,
+				"LD_PRELOAD=", val);
+	if (!pn) /* too long: truncated, as snprintf did */
+		pn = strnlen(env_preload, cap);
+	bbx_env_used += pn + 1; /* the arena goes on after it */
 	if (bbx_env_journal)
 		env_journal = (char *)bbx_env_journal;
 

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <spawn.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -138,14 +140,16 @@ static void choose_run(void)
 		dir = made;
 		compile_policy(dir);
 	}
-	int n = snprintf(bbx_env_arena, PATH_MAX + 16, "BBX_JOURNAL=%s", dir);
-	if (n < 0 || n >= PATH_MAX + 16) {
+	/* No snprintf: every process of a run starts here, and printf's machinery is
+	 * three pages of libc (page faults, perf) that most programs never touch. */
+	size_t n = bbx_env_put(bbx_env_arena, PATH_MAX + 16, "BBX_JOURNAL=", dir);
+	if (!n) {
 		bbx_status = -ENAMETOOLONG;
 		return;
 	}
 	bbx_env_journal = bbx_env_arena;
 	bbx_journal_dir = bbx_env_arena + 12;
-	bbx_env_used = (size_t)n + 1;
+	bbx_env_used = n + 1;
 }
 
 /* On the first mutation or exec, not at start-up: most processes of a build or an agent
@@ -183,6 +187,34 @@ int bbx_open_run(void)
 	return __atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE);
 }
 
+/* The libc functions a fork child's exec path calls that nothing before it did are bound
+ * lazily, in the child, by the dynamic linker: ld.so's resolver, the symbol lookup in
+ * libc's hash tables and a copy of our GOT page, ~7 page faults per child (perf), and the
+ * binding is lost at the exec.  Calling each once here binds it in the parent, and every
+ * child inherits the bound slot.  The arguments are hidden from the compiler so that it
+ * emits the calls (rather than folding them as builtins); every call is harmless. */
+static void prebind(void)
+{
+	const char *a = "a", *b = "b";
+	size_t one = 1;
+	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(one));
+	volatile int sink = strcmp(a, b) + strncmp(a, b, one) + memcmp(a, b, one) +
+			    (memchr(a, 'a', one) != NULL) + (strchr(a, 'a') != NULL) +
+			    (strrchr(a, 'a') != NULL) + (int)strnlen(a, one);
+	(void)sink;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	(void)getpid();
+	(void)getppid();
+	(void)getuid();
+	(void)syscall(SYS_gettid);
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	ts.tv_sec = 0;
+	ts.tv_nsec = 0;
+	if (pthread_mutex_clocklock(&m, CLOCK_REALTIME, &ts) == 0)
+		pthread_mutex_unlock(&m);
+}
+
 /* Before fork(), in the parent: the real functions a fork child typically reaches
  * through the shim (a shell's redirections, then the exec) are looked up here, once,
  * if this process has not needed them yet.  Otherwise every child would look them up
@@ -202,6 +234,24 @@ static void atfork_prepare(void)
 	for (size_t i = 0; i < sizeof child_set / sizeof *child_set; i++)
 		if (!__atomic_load_n(table[child_set[i]].slot, __ATOMIC_ACQUIRE))
 			bbx_resolve(child_set[i]);
+	/* Likewise the run and the compiled policy: a shell or make that forks without
+	 * ever mutating would otherwise have every child open the journal, map the state
+	 * file and the policy, and build the policy's index, only to exec (realpath, two
+	 * stats, three opens, two mmaps and ~30 page faults per child, perf: issue 5).
+	 * Opened here once, all of it is inherited.  Nothing is written: a process's PROC
+	 * still waits for its first record.  Not from inside the shim (a wrapper that
+	 * forks, e.g. system(), holds the guard and has opened the run already). */
+	if (!bbx_guard && __atomic_load_n(&bbx_inited, __ATOMIC_ACQUIRE)) {
+		int saved = errno;
+		bbx_guard = 1;
+		if (bbx_open_run() == 0) {
+			(void)bbx_policy();
+			(void)bbx_scratch(); /* its mmap and thread key */
+			prebind();
+		}
+		bbx_guard = 0;
+		errno = saved;
+	}
 	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 }
 

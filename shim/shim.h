@@ -268,5 +268,8 @@ char **bbx_env_build(char *const *envp, char **out, char *scratch);
 int bbx_env_complete(char *const *envp);
 /* At start-up: remembers our values, then removes from environ what BBX_HIDE names. */
 void bbx_env_init(void);
+/* out = prefix followed by val (no printf machinery at start-up).  Returns the length,
+ * or 0 when it does not fit in cap (out then holds a terminated truncation). */
+size_t bbx_env_put(char *out, size_t cap, const char *prefix, const char *val);
 
 #endif
