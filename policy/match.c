@@ -208,6 +208,43 @@ static void refuse(const struct bbx_pol_hdr *p, struct bbx_pol_verdict *v, int e
 static const struct bbx_pol_hdr *idx_blob;
 static int idx_state; /* 0 none, 1 building, 2 ready, 3 unusable */
 static uint16_t idx_n[IDX_SECTIONS], idx_rule[IDX_SECTIONS][IDX_MAX];
+/* And the [exec] rules, each with the longest literal run of its pattern before any
+ * '[' or '\\' (a string the command line must contain for the glob to match): 82
+ * built-ins are tried on every exec, and half of them ("*\/rm * /etc *") pass the
+ * first-byte test for an absolute program name (56 globs per exec, callgrind). */
+#define XIDX_MAX 512
+static uint16_t xidx_n, xidx_rule[XIDX_MAX], xidx_off[XIDX_MAX];
+static uint8_t xidx_len[XIDX_MAX];
+
+static void exec_needle(const char *g, uint16_t *off, uint8_t *len)
+{
+	size_t best = 0, best_len = 0, run = 0, i = 0;
+	for (; g[i] && g[i] != '[' && g[i] != '\\' && i < 65535; i++) {
+		if (g[i] == '*' || g[i] == '?') {
+			run = i + 1;
+			continue;
+		}
+		if (i + 1 - run > best_len && i + 1 - run <= 255) {
+			best = run;
+			best_len = i + 1 - run;
+		}
+	}
+	*off = (uint16_t)best;
+	*len = (uint8_t)best_len;
+}
+
+static int has_literal(const char *s, const char *lit, size_t n)
+{
+	for (; *s; s++)
+		if (*s == lit[0]) {
+			size_t k = 1;
+			while (k < n && s[k] == lit[k])
+				k++;
+			if (k == n)
+				return 1;
+		}
+	return 0;
+}
 
 void bbx_pol_index(const struct bbx_pol_hdr *p)
 {
@@ -219,6 +256,16 @@ void bbx_pol_index(const struct bbx_pol_hdr *p)
 	int ok = p->n_rules < 65536;
 	for (uint32_t i = 0; ok && i < p->n_rules; i++) {
 		int s = (int)r[i].section;
+		if (s == BBX_PS_EXEC) {
+			if (xidx_n == XIDX_MAX) {
+				ok = 0;
+				continue;
+			}
+			exec_needle(bbx_pol_str(p, r[i].value), &xidx_off[xidx_n],
+				    &xidx_len[xidx_n]);
+			xidx_rule[xidx_n++] = (uint16_t)i;
+			continue;
+		}
 		if (s < 1 || s >= IDX_SECTIONS)
 			continue;
 		if (idx_n[s] == IDX_MAX)
@@ -305,13 +352,18 @@ bool bbx_pol_read_inode(const struct bbx_pol_hdr *p, uint64_t dev, uint64_t ino,
 void bbx_pol_exec(const struct bbx_pol_hdr *p, const char *cmdline, struct bbx_pol_verdict *v)
 {
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
-	for (uint32_t i = 0; i < p->n_rules; i++) {
+	int indexed = __atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) == 2 && idx_blob == p;
+	uint32_t n = indexed ? xidx_n : p->n_rules;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = indexed ? xidx_rule[k] : k;
 		if (r[i].section != BBX_PS_EXEC)
 			continue;
 		const char *g = bbx_pol_str(p, r[i].value);
 		/* Most rules start with a literal word ("rm ", "git push"): a different first
 		 * byte rejects them without running the glob (82 built-ins, every exec). */
 		if (g[0] != cmdline[0] && g[0] != '*' && g[0] != '?' && g[0] != '[' && g[0] != '\\')
+			continue;
+		if (indexed && xidx_len[k] && !has_literal(cmdline, g + xidx_off[k], xidx_len[k]))
 			continue;
 		bool hit = (r[i].flags & BBX_RF_PREFIX)
 				   ? !strncmp(cmdline, g, r[i].value_len - 1)

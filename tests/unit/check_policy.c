@@ -307,6 +307,48 @@ START_TEST(test_exec_rules)
 	bbx_pol_exec(p, "git push origin feature-fix", &v);
 	ck_assert_int_eq(v.decision, BBX_DEC_LOG);
 	ck_assert_int_eq(v.klass, BBX_CLASS_RISKY);
+
+	/* The index (bbx_pol_index: each rule's literal run must occur in the command line
+	 * before its glob is tried) decides exactly as the plain scan: same decision, same
+	 * rule, over the lists above and 20,000 command lines built from the rules' words. */
+	static const char *const words[] = {
+		"rm", "/bin/rm", "-rf", "-fr", "-r", "-f", "/", "/etc", "/etc/", "/home", "/bin",
+		"/usr/bin/rm", "--no-preserve-root", "git", "push", "--force", "-f", "+main",
+		"origin", "main", "dd", "if=/dev/zero", "of=/dev/sda", "of=disk.img", "mkfs.ext4",
+		"/dev/sda1", "chmod", "chown", "-R", "777", "me", "terraform", "destroy", "x",
+		"*", "bash", "-c", ":(){", ":|:&", "};:", "./node_modules", "/tmp/build", "rmdir",
+	};
+	enum { NW = sizeof words / sizeof *words, NC = 20000 };
+	static char cmds[NC][160];
+	unsigned seed = 12345;
+	size_t nc = 0;
+	for (size_t i = 0; i < sizeof denied / sizeof *denied; i++)
+		snprintf(cmds[nc++], sizeof cmds[0], "%s", denied[i]);
+	for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++)
+		snprintf(cmds[nc++], sizeof cmds[0], "%s", allowed[i]);
+	while (nc < NC) {
+		size_t len = 0;
+		int nwords = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 6;
+		for (int w = 0; w < nwords; w++) {
+			seed = seed * 1103515245u + 12345u;
+			const char *t = words[(seed >> 16) % NW];
+			len += (size_t)snprintf(cmds[nc] + len, sizeof cmds[0] - len, "%s%s",
+						w ? " " : "", t);
+		}
+		nc++;
+	}
+	static struct bbx_pol_verdict plain[NC];
+	for (size_t i = 0; i < NC; i++)
+		bbx_pol_exec(p, cmds[i], &plain[i]);
+	bbx_pol_index(p);
+	size_t denials = 0;
+	for (size_t i = 0; i < NC; i++) {
+		bbx_pol_exec(p, cmds[i], &v);
+		ck_assert_msg(v.decision == plain[i].decision && v.rule == plain[i].rule,
+			      "%s: indexed %d, plain %d", cmds[i], v.decision, plain[i].decision);
+		denials += v.decision == BBX_DEC_DENY;
+	}
+	ck_assert_uint_gt(denials, 100); /* the corpus does reach the deny rules */
 	free(p);
 }
 END_TEST
