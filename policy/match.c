@@ -208,6 +208,126 @@ static void refuse(const struct bbx_pol_hdr *p, struct bbx_pol_verdict *v, int e
 static const struct bbx_pol_hdr *idx_blob;
 static int idx_state; /* 0 none, 1 building, 2 ready, 3 unusable */
 static uint16_t idx_n[IDX_SECTIONS], idx_rule[IDX_SECTIONS][IDX_MAX];
+/* Each section's roots are also hashed (FNV-1a of the root's bytes, with its length):
+ * a path is then matched in one pass over its bytes, probing at each '/' and at its end
+ * for a root equal to the prefix so far, instead of comparing it with every root (17
+ * deny_read roots cost ~700 instructions per stat, callgrind; the read-only budget of
+ * issue 5).  The first rule in file order wins, as in the scan.  A section with more
+ * roots than HX_MAX/2 is scanned. */
+#define HX_SLOTS 64
+#define HX_MAX 32
+struct hx_slot {
+	uint32_t h;
+	uint16_t len;
+	uint16_t rule1; /* rule index + 1; 0: empty */
+};
+static struct hx_slot hx[IDX_SECTIONS][HX_SLOTS];
+static uint16_t hx_all[IDX_SECTIONS]; /* rule index + 1 of the first "/" root */
+static uint8_t hx_ok[IDX_SECTIONS];
+/* The roots' distinct first components ("/root", "/etc"): a path whose first component
+ * is none of them is under no root, decided after its first word. */
+#define HX_FIRST 8
+static uint32_t hx_first_h[IDX_SECTIONS][HX_FIRST];
+static uint16_t hx_first_len[IDX_SECTIONS][HX_FIRST];
+static uint8_t hx_nfirst[IDX_SECTIONS]; /* HX_FIRST + 1: too many to filter on */
+
+static void hx_first_add(int s, const char *root, uint32_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint32_t k = 0;
+	do
+		h = (h ^ (unsigned char)root[k]) * 0x100000001b3ull;
+	while (++k < len && root[k] != '/');
+	for (unsigned j = 0; j < hx_nfirst[s] && j < HX_FIRST; j++)
+		if (hx_first_h[s][j] == (uint32_t)h && hx_first_len[s][j] == k)
+			return;
+	if (hx_nfirst[s] >= HX_FIRST) {
+		hx_nfirst[s] = HX_FIRST + 1;
+		return;
+	}
+	hx_first_h[s][hx_nfirst[s]] = (uint32_t)h;
+	hx_first_len[s][hx_nfirst[s]++] = (uint16_t)k;
+}
+
+static inline uint64_t fnv_step(uint64_t h, unsigned char c)
+{
+	return (h ^ c) * 0x100000001b3ull;
+}
+
+static unsigned hx_home(uint64_t h)
+{
+	return (unsigned)(h ^ (h >> 29)) & (HX_SLOTS - 1);
+}
+
+/* 0, or -1 when the section's table is full. */
+static int hx_add(const struct bbx_pol_hdr *p, int s, uint32_t i)
+{
+	const struct bbx_pol_rule *r = &bbx_pol_rules(p)[i];
+	const char *root = bbx_pol_str(p, r->value);
+	if (r->value_len == 1 && root[0] == '/') {
+		if (!hx_all[s])
+			hx_all[s] = (uint16_t)(i + 1);
+		return 0;
+	}
+	if (r->value_len == 0 || r->value_len > 65535)
+		return -1;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (uint32_t k = 0; k < r->value_len; k++)
+		h = fnv_step(h, (unsigned char)root[k]);
+	hx_first_add(s, root, r->value_len);
+	unsigned n = 0;
+	for (unsigned j = hx_home(h);; j = (j + 1) & (HX_SLOTS - 1)) {
+		struct hx_slot *e = &hx[s][j];
+		if (!e->rule1) {
+			e->h = (uint32_t)h;
+			e->len = (uint16_t)r->value_len;
+			e->rule1 = (uint16_t)(i + 1);
+			return 0;
+		}
+		const struct bbx_pol_rule *o = &bbx_pol_rules(p)[e->rule1 - 1];
+		if (e->h == (uint32_t)h && e->len == r->value_len &&
+		    !memcmp(bbx_pol_str(p, o->value), root, r->value_len))
+			return 0; /* the same root again: the earlier rule wins */
+		if (++n == HX_SLOTS)
+			return -1;
+	}
+}
+
+static const struct bbx_pol_rule *hx_under(const struct bbx_pol_hdr *p, int s, const char *path)
+{
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	unsigned best = hx_all[s] ? hx_all[s] : 0xffffffffu; /* rule index + 1 */
+	if (path[0] != '/')
+		best = 0xffffffffu; /* "/" is under_any's only for absolute paths */
+	uint64_t h = 0xcbf29ce484222325ull;
+	int first = hx_nfirst[s] <= HX_FIRST;
+	for (size_t i = 0;; i++) {
+		unsigned char c = (unsigned char)path[i];
+		if ((c == '/' || c == 0) && i > 0 && i <= 65535) {
+			if (first) {
+				unsigned j = 0;
+				while (j < hx_nfirst[s] &&
+				       !(hx_first_h[s][j] == (uint32_t)h && hx_first_len[s][j] == i))
+					j++;
+				if (j == hx_nfirst[s])
+					break; /* no root starts with this word */
+				first = 0;
+			}
+			for (unsigned j = hx_home(h);; j = (j + 1) & (HX_SLOTS - 1)) {
+				const struct hx_slot *e = &hx[s][j];
+				if (!e->rule1)
+					break;
+				if (e->h == (uint32_t)h && e->len == i && e->rule1 < best &&
+				    !memcmp(bbx_pol_str(p, r[e->rule1 - 1].value), path, i))
+					best = e->rule1;
+			}
+		}
+		if (!c)
+			break;
+		h = fnv_step(h, c);
+	}
+	return best == 0xffffffffu ? NULL : &r[best - 1];
+}
 /* And the [exec] rules, each with the longest literal run of its pattern before any
  * '[' or '\\' (a string the command line must contain for the glob to match): 82
  * built-ins are tried on every exec, and half of them ("*\/rm * /etc *") pass the
@@ -273,6 +393,18 @@ void bbx_pol_index(const struct bbx_pol_hdr *p)
 		else
 			idx_rule[s][idx_n[s]++] = (uint16_t)i;
 	}
+	for (int s = 1; ok && s < IDX_SECTIONS; s++) {
+		unsigned roots = 0;
+		for (unsigned k = 0; k < idx_n[s]; k++)
+			roots += !(r[idx_rule[s][k]].flags & BBX_RF_ABSENT);
+		if (roots > HX_MAX)
+			continue;
+		int good = 1;
+		for (unsigned k = 0; good && k < idx_n[s]; k++)
+			if (!(r[idx_rule[s][k]].flags & BBX_RF_ABSENT))
+				good = hx_add(p, s, idx_rule[s][k]) == 0;
+		hx_ok[s] = (uint8_t)good;
+	}
 	idx_blob = p;
 	__atomic_store_n(&idx_state, ok ? 2 : 3, __ATOMIC_RELEASE);
 }
@@ -282,6 +414,8 @@ static const struct bbx_pol_rule *under_any(const struct bbx_pol_hdr *p, int sec
 {
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
 	if (__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) == 2 && idx_blob == p && section >= 1 && section < IDX_SECTIONS) {
+		if (hx_ok[section])
+			return hx_under(p, section, path);
 		for (unsigned k = 0; k < idx_n[section]; k++) {
 			const struct bbx_pol_rule *x = &r[idx_rule[section][k]];
 			if (!(x->flags & BBX_RF_ABSENT) &&

@@ -403,6 +403,50 @@ START_TEST(test_builtin_default)
 	ck_assert(!strncmp(bbx_pol_str(p, v.rule->loc), "built-in:", 9));
 	bbx_pol_read(p, "/nonexistent-home/.bashrc", &v);
 	ck_assert_int_eq(v.decision, BBX_DEC_ALLOW);
+
+	/* The hashed roots (bbx_pol_index) decide as the plain scan does, rule for rule,
+	 * for reads and writes of 20,000 paths made of the roots' own components (exact
+	 * roots, below them, beside them, "//", trailing '/', relative). */
+	static const char *const comps[] = {
+		"nonexistent-home", "nonexistent-ws", ".ssh", ".aws", ".config", "gcloud", "gh",
+		".docker", "config.json", "config.jsonx", "etc", "shadow", "gshadow", "shadowx",
+		"tmp", "var", "dev", "null", "zero", "shm", "proc", "self", "fd", ".git", "hooks",
+		"pre-commit", ".cache", ".npm", "x", "", ".", "..", "src", "main.c", "id_rsa",
+	};
+	enum { NCOMP = sizeof comps / sizeof *comps, NP = 20000 };
+	static char paths[NP][200];
+	static struct bbx_pol_verdict rd[NP], wr[NP];
+	unsigned seed = 777;
+	for (size_t i = 0; i < NP; i++) {
+		size_t pl = 0;
+		seed = seed * 1103515245u + 12345u;
+		int depth = 1 + (int)((seed >> 16) % 5), rel = (seed >> 8) % 17 == 0;
+		for (int d = 0; d < depth; d++) {
+			seed = seed * 1103515245u + 12345u;
+			pl += (size_t)snprintf(paths[i] + pl, sizeof paths[0] - pl, "%s%s",
+						d || !rel ? "/" : "",
+						d == 0 && (seed & 0x100) ? "nonexistent-home"
+									 : comps[(seed >> 16) % NCOMP]);
+		}
+		if ((seed >> 4) % 13 == 0 && pl + 1 < sizeof paths[0])
+			strcat(paths[i], "/");
+		bbx_pol_read(p, paths[i], &rd[i]);
+		bbx_pol_write(p, paths[i], &wr[i]);
+	}
+	bbx_pol_index(p);
+	size_t refused = 0, allowed = 0;
+	for (size_t i = 0; i < NP; i++) {
+		bbx_pol_read(p, paths[i], &v);
+		ck_assert_msg(v.decision == rd[i].decision && v.rule == rd[i].rule,
+			      "read %s: indexed %d, plain %d", paths[i], v.decision, rd[i].decision);
+		refused += v.decision == BBX_DEC_DENY;
+		bbx_pol_write(p, paths[i], &v);
+		ck_assert_msg(v.decision == wr[i].decision && v.rule == wr[i].rule,
+			      "write %s: indexed %d, plain %d", paths[i], v.decision, wr[i].decision);
+		allowed += v.decision == BBX_DEC_ALLOW;
+	}
+	ck_assert_uint_gt(refused, 100); /* the corpus does reach deny_read roots */
+	ck_assert_uint_gt(allowed, 100); /* and write roots */
 	free(blob);
 }
 END_TEST
