@@ -13,7 +13,7 @@
 # each was.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
-plan 20
+plan 22
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -141,5 +141,44 @@ import json, sys
 procs = [r for r in map(json.loads, sys.stdin) if r.get("type") == "PROC" and r.get("exe", "").endswith("/perl")]
 sys.exit(0 if procs and procs[0]["argv"][:2] == ["perl", "-e"] and "innocent" not in procs[0]["argv"][0] else 1)'
 ok $? "PROC of a process that renamed itself (perl \$0): the argv it was started with"
+
+# Spawn cost (issue 5): a shell that forks (bash; dash uses vfork) without mutating opens the run and maps the
+# policy once, before its first fork, and its children inherit both.  So no child
+# opens the state file, the journal or the policy between its fork and its exec, while
+# every child's EXEC is still recorded (strace outside the run: the sandbox refuses
+# ptrace inside it).
+J3="$T_TMP/j.forks"
+if command -v strace >/dev/null; then
+	(cd "$W" && strace -f -qq -e trace=openat,execve -o "$T_TMP/st.forks" \
+		bbx-run -q --journal "$J3" -- bash -c 'for i in 1 2 3 4 5; do /bin/true; done') \
+		>/dev/null 2>&1
+	python3 - "$T_TMP/st.forks" "$J3" <<'PY'
+import re, sys
+run = sys.argv[2]
+seen = {}   # pid -> list of (syscall, path)
+for line in open(sys.argv[1]):
+    m = re.match(r"(\d+)\s+(openat|execve)\((?:AT_FDCWD, )?\"([^\"]*)\"", line)
+    if m:
+        seen.setdefault(m.group(1), []).append((m.group(2), m.group(3)))
+children = 0
+for pid, calls in seen.items():
+    ex = [i for i, c in enumerate(calls) if c == ("execve", "/bin/true")]
+    if not ex:
+        continue
+    children += 1
+    before = calls[:ex[0]]
+    bad = [p for c, p in before if c == "openat" and p.startswith(run)]
+    if bad:
+        print("# child %s opened %s before its exec" % (pid, bad))
+        sys.exit(1)
+sys.exit(0 if children == 5 else 2)
+PY
+	ok $? "fork children of a non-mutating shell open nothing of the run before their exec"
+	[ "$(bbx-log --json "$J3" | grep -c '"type": *"EXEC".*"exe": *"/bin/true"')" = 5 ]
+	ok $? "... and each one's EXEC is recorded"
+else
+	skip "strace not installed"
+	skip "strace not installed"
+fi
 
 finish
