@@ -213,7 +213,7 @@ static uint16_t idx_n[IDX_SECTIONS], idx_rule[IDX_SECTIONS][IDX_MAX];
  * for a root equal to the prefix so far, instead of comparing it with every root (17
  * deny_read roots cost ~700 instructions per stat, callgrind; the read-only budget of
  * issue 5).  The first rule in file order wins, as in the scan.  A section with more
- * roots than HX_MAX/2 is scanned. */
+ * than HX_MAX roots (or a table that fills up) is scanned. */
 #define HX_SLOTS 64
 #define HX_MAX 32
 struct hx_slot {
@@ -231,12 +231,18 @@ static uint32_t hx_first_h[IDX_SECTIONS][HX_FIRST];
 static uint16_t hx_first_len[IDX_SECTIONS][HX_FIRST];
 static uint8_t hx_nfirst[IDX_SECTIONS]; /* HX_FIRST + 1: too many to filter on */
 
+#define FNV_BASIS 0xcbf29ce484222325ull
+static inline uint64_t fnv_step(uint64_t h, unsigned char c)
+{
+	return (h ^ c) * 0x100000001b3ull;
+}
+
 static void hx_first_add(int s, const char *root, uint32_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = FNV_BASIS;
 	uint32_t k = 0;
 	do
-		h = (h ^ (unsigned char)root[k]) * 0x100000001b3ull;
+		h = fnv_step(h, (unsigned char)root[k]);
 	while (++k < len && root[k] != '/');
 	for (unsigned j = 0; j < hx_nfirst[s] && j < HX_FIRST; j++)
 		if (hx_first_h[s][j] == (uint32_t)h && hx_first_len[s][j] == k)
@@ -247,11 +253,6 @@ static void hx_first_add(int s, const char *root, uint32_t len)
 	}
 	hx_first_h[s][hx_nfirst[s]] = (uint32_t)h;
 	hx_first_len[s][hx_nfirst[s]++] = (uint16_t)k;
-}
-
-static inline uint64_t fnv_step(uint64_t h, unsigned char c)
-{
-	return (h ^ c) * 0x100000001b3ull;
 }
 
 static unsigned hx_home(uint64_t h)
@@ -271,7 +272,7 @@ static int hx_add(const struct bbx_pol_hdr *p, int s, uint32_t i)
 	}
 	if (r->value_len == 0 || r->value_len > 65535)
 		return -1;
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = FNV_BASIS;
 	for (uint32_t k = 0; k < r->value_len; k++)
 		h = fnv_step(h, (unsigned char)root[k]);
 	hx_first_add(s, root, r->value_len);
@@ -299,7 +300,7 @@ static const struct bbx_pol_rule *hx_under(const struct bbx_pol_hdr *p, int s, c
 	unsigned best = hx_all[s] ? hx_all[s] : 0xffffffffu; /* rule index + 1 */
 	if (path[0] != '/')
 		best = 0xffffffffu; /* "/" is under_any's only for absolute paths */
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = FNV_BASIS;
 	int first = hx_nfirst[s] <= HX_FIRST;
 	for (size_t i = 0;; i++) {
 		unsigned char c = (unsigned char)path[i];
