@@ -756,8 +756,12 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		if (tlen < 0)
 			return -errno;
 	}
-	if (S_ISREG(sb.st_mode) && lvl == BBX_LVL_CREATED && sb.st_nlink == 1) {
-		how = BBX_HOW_NONE; /* undo removes it anyway */
+	if (S_ISREG(sb.st_mode) && lvl == BBX_LVL_CREATED) {
+		/* The run created this inode, so every name it has was made by the run and
+		 * undo removes each of them (CREATE, or a hard link's CREATE): nothing to
+		 * keep, whatever its link count.  (git writes every object as tmp_obj_X,
+		 * links it to its hash name and unlinks the temporary: no copy of that.) */
+		how = BBX_HOW_NONE;
 	} else {
 		/* Keep the inode itself (files, symlinks, fifos, devices alike): O(1), and undo
 		 * gets the same inode back, with its other hard links, xattrs and times, so a
@@ -806,7 +810,10 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	if (rc && (how == BBX_HOW_LINK || how == BBX_HOW_COPY || how == BBX_HOW_REFLINK) &&
 	    bbx_run_last_seq != seq)
 		unlink(tls.obj);
-	if (rc == 0 && how == BBX_HOW_NONE)
+	/* The inode is freed by this unlink only when this is its last name; while other
+	 * names keep it, its "created" mark still holds (and must: a write through one of
+	 * them needs no copy either). */
+	if (rc == 0 && how == BBX_HOW_NONE && sb.st_nlink == 1)
 		bbx_state_forget(run->st, sb.st_dev, sb.st_ino);
 	return rc;
 }

@@ -216,5 +216,36 @@ rc=$?
 same "$W/small" "$T_TMP/orig/small" && [ $rc -eq 0 ] && rt_undo "$J/undo" && same "$W/small" "$T_TMP/small.run"
 ok $? "bbx-undo overwrites a 2 MiB version over a 1 MiB limit, keeping it: undo of the undo brings it back"
 
+# ---- names of an inode the run created need no copy, whatever its link count -------------
+# git's object store: write tmp_obj_X, link it to its hash name, unlink the temporary.  And
+# the opposite, which must still be kept: a second name for a file that was there before.
+setup
+before=$(rt_snap "$W" before)
+run "$UNLIM" '
+def gitlike():
+    with open("tmp_obj", "w") as f: f.write("object")
+    os.link("tmp_obj", "obj"); os.unlink("tmp_obj")
+def created_twice():
+    with open("c1", "w") as f: f.write("mine")
+    os.link("c1", "c2"); os.unlink("c1")
+    with open("c2", "w") as f: f.write("rewritten through the other name")
+def old_alias():
+    os.link("small", "alias"); os.unlink("small")
+t("gitlike", gitlike)
+t("created_twice", created_twice)
+t("old_alias", old_alias)'
+said "gitlike ok" && said "created_twice ok" && said "old_alias ok" &&
+	jcheck '[e["how"] for e in ev if e["type"] == "PRESERVE" and e["path"].endswith(("/tmp_obj", "/c1"))] == ["none", "none"]'
+ok $? "created inode with a second name: unlinking one name keeps nothing (PRESERVE how=none)"
+jcheck 'not any(e["type"] == "PRESERVE" and e["path"].endswith("/c2") for e in ev) and not any(e["type"] == "SIZE" for e in ev)'
+ok $? "created inode: rewriting it through its other name keeps nothing either (still the run's own)"
+jcheck '[e["how"] for e in ev if e["type"] == "PRESERVE" and e["path"].endswith("/small")] == ["link"]' &&
+	[ "$(find "$J/objects" -type f | wc -l)" = 1 ]
+ok $? "a file that was there before, given a second name, is still kept when its old name goes (one object in all)"
+rt_undo "$J"
+expect_rc $? 0 "second names: bbx-undo exits 0"
+after=$(rt_snap "$W" after)
+same_snap "$before" "$after" "second names: the tree is back byte for byte (obj, c2, alias gone; small restored)"
+
 plan "$T_N"
 finish
