@@ -99,30 +99,49 @@ __thread uint64_t bbx_stat_epoch __attribute__((tls_model("initial-exec")));
  * the same answer, errno included. */
 static int k_statat(const char *p, struct stat *sb, int follow)
 {
+	int r = bbx_stat_memo_get(p, follow, sb);
+	if (r != -2)
+		return r;
+	r = (int)syscall(SYS_newfstatat, AT_FDCWD, p, sb, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+	bbx_stat_memo_put(p, follow, r, errno, sb);
+	return r;
+}
+
+int bbx_k_lstat(const char *p, struct stat *sb) { return k_statat(p, sb, 0); }
+
+int bbx_stat_memo_get(const char *p, int follow, struct stat *sb)
+{
 	struct bbx_scratch *s = scratch_tls;
 	uint64_t ep = bbx_stat_epoch;
 	size_t l = ep && s ? strnlen(p, BBX_MEMO_PATH) : BBX_MEMO_PATH;
-	if (l < BBX_MEMO_PATH) {
-		for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
-			struct bbx_stat_memo *m = &s->memo[i];
-			if (m->epoch == ep && m->follow == follow && !memcmp(m->path, p, l + 1)) {
-				if (m->ret == 0)
-					*sb = m->sb;
-				else
-					errno = m->err;
-				return m->ret;
-			}
+	if (l >= BBX_MEMO_PATH)
+		return -2;
+	for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
+		struct bbx_stat_memo *m = &s->memo[i];
+		if (m->epoch == ep && m->follow == follow && !memcmp(m->path, p, l + 1)) {
+			if (m->ret == 0)
+				*sb = m->sb;
+			else
+				errno = m->err;
+			return m->ret;
 		}
 	}
-	int r = (int)syscall(SYS_newfstatat, AT_FDCWD, p, sb, follow ? 0 : AT_SYMLINK_NOFOLLOW);
-	if (l < BBX_MEMO_PATH) {
-		struct bbx_stat_memo *m = &s->memo[s->memo_next++ % BBX_MEMO_SLOTS];
-		m->epoch = ep, m->follow = follow, m->ret = r, m->err = errno;
-		if (r == 0)
-			m->sb = *sb;
-		memcpy(m->path, p, l + 1);
-	}
-	return r;
+	return -2;
+}
+
+void bbx_stat_memo_put(const char *p, int follow, int ret, int err, const struct stat *sb)
+{
+	struct bbx_scratch *s = scratch_tls;
+	uint64_t ep = bbx_stat_epoch;
+	size_t l = ep && s ? strnlen(p, BBX_MEMO_PATH) : BBX_MEMO_PATH;
+	if (l >= BBX_MEMO_PATH)
+		return;
+	struct bbx_stat_memo *m = &s->memo[s->memo_next++ % BBX_MEMO_SLOTS];
+	m->epoch = ep, m->follow = follow, m->ret = ret, m->err = err;
+	if (ret == 0)
+		m->sb = *sb;
+	memcpy(m->path, p, l + 1);
+	errno = err;
 }
 
 /* After the capture changed something (nlink and ctime of a linked target, a new
@@ -179,7 +198,9 @@ static int is_protected_dir(const struct bbx_run *run, const char *dir, const st
 /* Is the entry at path inside the journal directory (or that directory itself)?  By
  * identity of its parent directory, so "..", symlinked directories and other spellings
  * are caught, not only the literal prefix. */
-static int protected_entry(const struct bbx_run *run, const char *path)
+/* Is path's parent the journal directory, objects/ or a shard (or path spelled inside
+ * the journal directory)? */
+static int protected_parent(const struct bbx_run *run, const char *path)
 {
 	if (in_journal_dir(run, path))
 		return 1;
@@ -193,9 +214,14 @@ static int protected_entry(const struct bbx_run *run, const char *path)
 	memcpy(parent, path, n);
 	parent[n] = 0;
 	struct stat sb;
-	if (k_stat(parent, &sb) == 0 && is_protected_dir(run, parent, &sb))
-		return 1;
-	return k_lstat(path, &sb) == 0 && is_protected_dir(run, path, &sb);
+	return k_stat(parent, &sb) == 0 && is_protected_dir(run, parent, &sb);
+}
+
+static int protected_entry(const struct bbx_run *run, const char *path)
+{
+	struct stat sb;
+	return protected_parent(run, path) ||
+	       (k_lstat(path, &sb) == 0 && is_protected_dir(run, path, &sb));
 }
 
 /* The path a following call (open, truncate) really reaches when path is a symlink:
@@ -543,8 +569,10 @@ static int create_record(struct bbx_run *run, const char *op, const char *path, 
 	pend->seq = 0;
 	if (in_journal_dir(run, path))
 		return -EACCES;
-	if (kind == BBX_KIND_HARDLINK && target && protected_entry(run, target))
-		return -EACCES; /* a second name for a journal file would let it be changed */
+	/* A second name for a journal file would let it be changed.  (Only its parent can
+	 * be protected: a directory cannot be hard-linked.) */
+	if (kind == BBX_KIND_HARDLINK && target && protected_parent(run, target))
+		return -EACCES;
 	int rc = kind == BBX_KIND_ANON ? 0 : cap_parent(run, op, path);
 	if (rc)
 		return rc;

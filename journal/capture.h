@@ -27,8 +27,8 @@
 
 /* Per-thread scratch.  a, b, c are for callers (the shim's resolved paths); the rest is
  * used inside the capture functions. */
-#define BBX_MEMO_SLOTS 4
-#define BBX_MEMO_PATH 240
+#define BBX_MEMO_SLOTS 6
+#define BBX_MEMO_PATH 496
 struct bbx_stat_memo {
 	uint64_t epoch; /* bbx_stat_epoch when taken; 0: empty */
 	int follow, ret, err;
@@ -53,6 +53,15 @@ struct bbx_scratch {
  * capture itself after each change it makes (a hard link, a shard directory).  0, the
  * tools' value, turns the memo off.  Per thread. */
 extern __thread uint64_t bbx_stat_epoch;
+/* Puts what the shim's policy already learnt about p (by a descriptor-relative fstatat
+ * of the name it decided on, or an fstat of its directory) into the memo, so the
+ * capture does not walk the whole path again.  ret and err as from newfstatat.  Leaves
+ * errno = err. */
+void bbx_stat_memo_put(const char *p, int follow, int ret, int err, const struct stat *sb);
+/* The memo's answer for p (0, or -1 with errno set), or -2 when it has none. */
+int bbx_stat_memo_get(const char *p, int follow, struct stat *sb);
+/* lstat(2) through the kernel and the memo (what the capture itself uses). */
+int bbx_k_lstat(const char *p, struct stat *sb);
 /* getcwd(3) through the memo (path.c).  Returns 0 or -errno. */
 int bbx_path_cwd(char *out, size_t cap);
 

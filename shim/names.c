@@ -83,7 +83,7 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 		int rc_ = bbx_usable();                                                     \
 		if (!rc_)                                                                   \
 			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
-		if (!rc_ && lstat(bbx_tp.a, &sb_) < 0)                                      \
+		if (!rc_ && bbx_k_lstat(bbx_tp.a, &sb_) < 0)                                \
 			rc_ = bbx_cap_create(&bbx_run, opname, bbx_tp.a, (kind), (mode),    \
 					     (target), &pend_);                             \
 		if (rc_)                                                                    \

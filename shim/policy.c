@@ -378,6 +378,59 @@ static int open_dir_named(char *dir, char *out)
  * With hold (the open family), the O_PATH descriptor decided on is kept in *hold_fd
  * and s->pol names what to open relative to it ("" = the descriptor itself), so the
  * call reaches exactly what was decided (no check-then-use race on the path). */
+/* The common case first: the parent directory opened (one path walk, no symlink on the
+ * way when the words are canonical), then the name looked up relative to it.  When the
+ * name is absent or not a symlink (or the call does not follow one), that is the whole
+ * answer: the call lands on parent + name.  What was learnt goes into the capture's stat
+ * memo (capture.h), which would otherwise walk the whole path twice more (the target's
+ * lstat, the parent's stat for DIRMETA).  Returns 1 when it answered, 0 to take the
+ * general route (a final symlink to follow, "." or "..", no such parent, a refusal). */
+static int resolve_parent_first(const char *cur, int follow, char *out, char *tmp, int *hold_fd,
+				char *hold_name)
+{
+	const char *slash = strrchr(cur, '/');
+	if (!slash)
+		return 0;
+	const char *last = slash + 1;
+	size_t ll = strlen(last);
+	if (!ll || ll > NAME_MAX || !strcmp(last, ".") || !strcmp(last, ".."))
+		return 0;
+	size_t pl = slash == cur ? 1 : (size_t)(slash - cur);
+	memcpy(tmp, cur, pl);
+	tmp[pl] = 0;
+	int fd = open_dir_named(tmp, out);
+	if (fd < 0)
+		return 0;
+	struct stat sb;
+	size_t ol = strlen(out);
+	/* The caller may just have asked (mkdir, link: does the name exist?). */
+	int r = -2;
+	if (ol + 1 + ll < PATH_MAX && !strcmp(out, tmp))
+		r = bbx_stat_memo_get(cur, 0, &sb);
+	if (r == -2)
+		r = (int)BBX_REAL(syscall)(SYS_newfstatat, fd, last, &sb, AT_SYMLINK_NOFOLLOW);
+	int e = r < 0 ? errno : 0;
+	if ((follow && ((r == 0 && S_ISLNK(sb.st_mode)) || (r < 0 && e != ENOENT))) ||
+	    ol + 1 + ll >= PATH_MAX) {
+		close(fd);
+		return 0;
+	}
+	struct stat pb;
+	if (BBX_REAL(syscall)(SYS_fstat, fd, &pb) == 0)
+		bbx_stat_memo_put(out, 1, 0, 0, &pb);
+	if (ol > 1)
+		out[ol++] = '/';
+	memcpy(out + ol, last, ll + 1);
+	bbx_stat_memo_put(out, 0, r, e, &sb);
+	if (hold_fd) {
+		*hold_fd = fd;
+		memcpy(hold_name, last, ll + 1);
+	} else {
+		close(fd);
+	}
+	return 1;
+}
+
 static int resolve_target(const char *path, int follow, char *out, char *tmp, int *hold_fd,
 			  char *hold_name)
 {
@@ -386,6 +439,8 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp, in
 	if (l >= PATH_MAX)
 		return -ENAMETOOLONG;
 	memcpy(cur, path, l + 1);
+	if (resolve_parent_first(cur, follow, out, tmp, hold_fd, hold_name))
+		return 0;
 	if (follow) {
 		int fd = open(cur, O_PATH | O_CLOEXEC);
 		if (fd >= 0) {
@@ -522,6 +577,12 @@ int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode)
 {
 	int r;
 	if (name[0]) {
+		/* The name was found absent or not a symlink when the decision was taken (a
+		 * symlink is decided on through its target, held as the object itself): one
+		 * put there since is not followed out of what was decided.  (O_EXCL never
+		 * follows anyway.) */
+		if (!(flags & O_EXCL))
+			flags |= O_NOFOLLOW;
 		r = bbx_rdtrunc(flags) ? bbx_marked_openat(fd, name, flags, mode)
 				       : BBX_REAL(openat)(fd, name, flags, mode);
 	} else {

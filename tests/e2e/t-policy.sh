@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 67
+plan 69
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -81,6 +81,12 @@ run "$ENFORCE" sh -c "echo x > esc/e"
 ln -s "$OUT/f" "$W/dangling"
 run "$ENFORCE" sh -c "echo x > dangling"
 [ $? -ne 0 ] && [ ! -e "$OUT/f" ]; ok $? "O_CREAT through a dangling symlink pointing outside: refused"
+ln -s "$OUT/existing" "$W/outlink"
+run "$ENFORCE" python3 -c "open('$W/outlink', 'w').write('overwritten')"
+[ $? -ne 0 ] && [ "$(cat "$OUT/existing")" = keep ]; ok $? "O_TRUNC through a final symlink to an existing file outside: refused, file intact"
+run "$ENFORCE" python3 -c "open('$W/outlink', 'a').write('appended')"
+[ $? -ne 0 ] && [ "$(cat "$OUT/existing")" = keep ]; ok $? "O_APPEND through a final symlink to an existing file outside: refused, file intact"
+rm -f "$W/outlink"
 run "$ENFORCE" sh -c "echo x > ../$(basename "$W")/../g"
 [ $? -ne 0 ] && [ ! -e "$(dirname "$W")/g" ]; ok $? "write via .. out of the workspace: refused"
 run "$ENFORCE" python3 -c "import os; os.symlink('x', '$OUT/h')"
