@@ -34,6 +34,6 @@ total=$(wc -l <"$W/all")
 awk -v k=$((total / EDITS)) -v n="$EDITS" 'NR % k == 0 && c < n {print; c++}' "$W/all" >"$W/edits"
 echo "churn: $(basename "$T"): $total files, $(wc -l <"$W/edits") edited with sed -i, then rm -rf" >&2
 setup() { mkdir -p "$WD"; }
-teardown() { rm -rf "$WD"; }
+teardown() { discard "$WD"; }
 bench churn sh -c "tar -xf '$T' && xargs -a '$W/edits' sed -i 's/e/E/' && rm -rf ./*"
 table churn

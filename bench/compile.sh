@@ -11,7 +11,7 @@
 ROUNDS=${1:-$ROUNDS}
 SQLITE_NPM=${BENCH_SQLITE_NPM:-sqlite3@6.0.1}
 setup() { cp -a "$W/tpl" "$WD"; }
-teardown() { rm -rf "$WD"; }
+teardown() { discard "$WD"; }
 
 sqlite_tarball() {
 	local t

@@ -24,7 +24,7 @@ fi
 	sort | awk -v n="$N" 'NR % 3 == 0 && c < n {print; c++}') >"$W/edits"
 echo "edit: $what: $(find "$W/tpl" -type f | wc -l) files, $(du -sm "$W/tpl" | cut -f1) MB; sed -i on $(wc -l <"$W/edits") files" >&2
 setup() { cp -a "$W/tpl" "$WD"; }
-teardown() { rm -rf "$WD"; }
+teardown() { discard "$WD"; }
 g='git -c user.name=bench -c user.email=bench@localhost -c gc.auto=0'
 bench edit sh -c "$g init -q . && $g add -A && $g commit -qm one &&
 	xargs -a '$W/edits' sed -i 's/e/E/' && $g commit -qam two &&

@@ -71,7 +71,7 @@ if (n < 300) { console.log("npm: only " + n + " packages installed"); process.ex
 		[ "$("$WD/node_modules/.bin/jest" --version)" = 29.7.0 ] &&
 		[ "$("$WD/node_modules/.bin/eslint" --version)" = v8.57.0 ]
 }
-teardown() { rm -rf "$WD"; }
+teardown() { discard "$WD"; }
 # Untimed: one offline install, bare, to check the cache answers and to warm the page
 # cache, so the first timed variant does not pay for a cold cache.
 setup

@@ -9,7 +9,7 @@
 ROUNDS=${1:-$ROUNDS}
 N=${2:-${BENCH_SPAWN_N:-2000}}
 setup() { mkdir -p "$WD"; }
-teardown() { rm -rf "$WD"; }
+teardown() { discard "$WD"; }
 echo "spawn: bash loop of $N x /bin/true" >&2
 bench spawn bash -c "for i in \$(seq $N); do /bin/true; done"
 table spawn "spawn ($N x true)"
