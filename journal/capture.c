@@ -195,11 +195,9 @@ static int is_protected_dir(const struct bbx_run *run, const char *dir, const st
 	       ub.st_dev == run->odev && ub.st_ino == run->oino;
 }
 
-/* Is the entry at path inside the journal directory (or that directory itself)?  By
- * identity of its parent directory, so "..", symlinked directories and other spellings
- * are caught, not only the literal prefix. */
 /* Is path's parent the journal directory, objects/ or a shard (or path spelled inside
- * the journal directory)? */
+ * the journal directory)?  By identity of the parent, so "..", symlinked directories and
+ * other spellings are caught, not only the literal prefix. */
 static int protected_parent(const struct bbx_run *run, const char *path)
 {
 	if (in_journal_dir(run, path))
@@ -217,6 +215,7 @@ static int protected_parent(const struct bbx_run *run, const char *path)
 	return k_stat(parent, &sb) == 0 && is_protected_dir(run, parent, &sb);
 }
 
+/* Is the entry at path inside the journal directory (or that directory itself)? */
 static int protected_entry(const struct bbx_run *run, const char *path)
 {
 	struct stat sb;

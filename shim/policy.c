@@ -349,8 +349,9 @@ static int always_writable(const char *p)
 
 static int canonical(const char *path);
 
-/* The directory dir opened O_PATH, its name as the kernel knows it in out (PATH_MAX): with openat2(RESOLVE_NO_SYMLINKS) when the words are canonical (then they are
- * the name, and no readlink of /proc/self/fd is needed), else open and readlink.
+/* The directory dir opened O_PATH, its name as the kernel knows it in out (PATH_MAX):
+ * with openat2(RESOLVE_NO_SYMLINKS) when the words are canonical (then they are the
+ * name, and no readlink of /proc/self/fd is needed), else open and readlink.
  * Returns the descriptor, or -1. */
 static int open_dir_named(char *dir, char *out)
 {
@@ -372,12 +373,6 @@ static int open_dir_named(char *dir, char *out)
 	return fd;
 }
 
-/* Where a call naming path really lands: the parent directory as the kernel resolves
- * it, plus the last component; with follow, a final symlink (dangling ones included:
- * O_CREAT through them creates the target) is followed.  out and tmp hold PATH_MAX.
- * With hold (the open family), the O_PATH descriptor decided on is kept in *hold_fd
- * and s->pol names what to open relative to it ("" = the descriptor itself), so the
- * call reaches exactly what was decided (no check-then-use race on the path). */
 /* The common case first: the parent directory opened (one path walk, no symlink on the
  * way when the words are canonical), then the name looked up relative to it.  When the
  * name is absent or not a symlink (or the call does not follow one), that is the whole
@@ -401,17 +396,18 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	int fd = open_dir_named(tmp, out);
 	if (fd < 0)
 		return 0;
-	struct stat sb;
 	size_t ol = strlen(out);
+	if (ol + 1 + ll >= PATH_MAX) {
+		close(fd);
+		return 0;
+	}
 	/* The caller may just have asked (mkdir, link: does the name exist?). */
-	int r = -2;
-	if (ol + 1 + ll < PATH_MAX && !strcmp(out, tmp))
-		r = bbx_stat_memo_get(cur, 0, &sb);
+	struct stat sb;
+	int r = strcmp(out, tmp) ? -2 : bbx_stat_memo_get(cur, 0, &sb);
 	if (r == -2)
 		r = (int)BBX_REAL(syscall)(SYS_newfstatat, fd, last, &sb, AT_SYMLINK_NOFOLLOW);
 	int e = r < 0 ? errno : 0;
-	if ((follow && ((r == 0 && S_ISLNK(sb.st_mode)) || (r < 0 && e != ENOENT))) ||
-	    ol + 1 + ll >= PATH_MAX) {
+	if (follow && ((r == 0 && S_ISLNK(sb.st_mode)) || (r < 0 && e != ENOENT))) {
 		close(fd);
 		return 0;
 	}
@@ -431,6 +427,12 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	return 1;
 }
 
+/* Where a call naming path really lands: the parent directory as the kernel resolves
+ * it, plus the last component; with follow, a final symlink (dangling ones included:
+ * O_CREAT through them creates the target) is followed.  out and tmp hold PATH_MAX.
+ * With hold (the open family), the O_PATH descriptor decided on is kept in *hold_fd
+ * and s->pol names what to open relative to it ("" = the descriptor itself), so the
+ * call reaches exactly what was decided (no check-then-use race on the path). */
 static int resolve_target(const char *path, int follow, char *out, char *tmp, int *hold_fd,
 			  char *hold_name)
 {
