@@ -248,19 +248,33 @@ int bbx_run_proc_pending;
 void (*bbx_run_prologue)(struct bbx_run *run);
 
 /* The header's pid, ppid and uid are asked of the kernel once per process, not three
- * system calls per record.  The shim's fork handler forgets them (bbx_run_ids_reset);
- * bbx_run_fresh_ids makes a record ask again without remembering the answer: exec
- * records, which a vfork child - sharing this memory, the cache included - writes.
- * ppid is therefore the parent the process started under (not a later reaper), and uid
- * the one it had at its first record. */
+ * system calls per record.  ppid is therefore the parent the process started under (not
+ * a later reaper), and uid the one it had at its first record.  A fork child inherits
+ * them through bbx_run_ids_forked (the shim's fork handler): its ppid is the parent's
+ * pid, its uid the parent's, and only its own pid is asked (one system call, where an
+ * exec record used to ask all three: issue 5, spawn cost).  Exec records set
+ * bbx_run_fresh_ids, because a vfork child writes them sharing this memory, the cache
+ * included: the pid is then asked again, and the cache serves only a process whose pid
+ * it holds. */
 static int32_t ids_pid, ids_ppid;
 static uint32_t ids_uid;
 static int ids_ok;
 __thread int bbx_run_fresh_ids __attribute__((tls_model("initial-exec")));
 
-void bbx_run_ids_reset(void)
+void bbx_run_ids_learn(void)
 {
-	__atomic_store_n(&ids_ok, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&ids_ok, __ATOMIC_ACQUIRE))
+		return;
+	ids_pid = getpid(), ids_ppid = getppid(), ids_uid = getuid();
+	__atomic_store_n(&ids_ok, 1, __ATOMIC_RELEASE);
+}
+
+void bbx_run_ids_forked(void)
+{
+	if (!__atomic_load_n(&ids_ok, __ATOMIC_ACQUIRE))
+		return;
+	ids_ppid = ids_pid;
+	ids_pid = getpid();
 }
 
 static int write_ahead_type(int type);
@@ -278,13 +292,18 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 		.realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec,
 		.mono_ns = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec,
 	};
-	if (__builtin_expect(bbx_run_fresh_ids || !__atomic_load_n(&ids_ok, __ATOMIC_ACQUIRE), 0)) {
+	int ok = __atomic_load_n(&ids_ok, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(bbx_run_fresh_ids || !ok, 0)) {
 		h.pid = getpid();
-		h.ppid = getppid();
-		h.uid = getuid();
-		if (!bbx_run_fresh_ids) {
-			ids_pid = h.pid, ids_ppid = h.ppid, ids_uid = h.uid;
-			__atomic_store_n(&ids_ok, 1, __ATOMIC_RELEASE);
+		if (ok && h.pid == ids_pid) {
+			h.ppid = ids_ppid, h.uid = ids_uid; /* this process's own exec */
+		} else {
+			h.ppid = getppid();
+			h.uid = getuid();
+			if (!bbx_run_fresh_ids) {
+				ids_pid = h.pid, ids_ppid = h.ppid, ids_uid = h.uid;
+				__atomic_store_n(&ids_ok, 1, __ATOMIC_RELEASE);
+			}
 		}
 	} else {
 		h.pid = ids_pid, h.ppid = ids_ppid, h.uid = ids_uid;

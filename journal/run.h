@@ -54,9 +54,13 @@ extern __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec
 /* The hash chain's position right after this thread's last append (bbx_run_emit). */
 extern __thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial-exec")));
 
-/* Header ids (run.c): asked once per process; reset in a fork child; fresh (asked, not
- * remembered) while bbx_run_fresh_ids is set, for records a vfork child may write. */
-void bbx_run_ids_reset(void);
+/* Header ids (run.c): asked once per process.  In a fork child, bbx_run_ids_forked
+ * carries them over (the parent's pid becomes ppid, uid is inherited) and asks only the
+ * new pid.  While bbx_run_fresh_ids is set (records a vfork child may write) the pid is
+ * asked afresh, and the remembered ppid and uid are used only if it is this process's. */
+void bbx_run_ids_forked(void);
+/* Asks them now (before a fork: every child then asks only its pid). */
+void bbx_run_ids_learn(void);
 extern __thread int bbx_run_fresh_ids __attribute__((tls_model("initial-exec")));
 
 /* A prologue for a process's first record (the shim's PROC, procrec.c): when

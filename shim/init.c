@@ -204,9 +204,7 @@ static void prebind(void)
 	(void)sink;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	(void)getpid();
-	(void)getppid();
-	(void)getuid();
+	bbx_run_ids_learn(); /* getpid, getppid, getuid: bound, and the answers kept */
 	(void)syscall(SYS_gettid);
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 	ts.tv_sec = 0;
@@ -267,7 +265,7 @@ static void atfork_child(void)
 	else if (__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) == 0)
 		bbx_run_proc_pending = 1; /* a new process: its PROC before its first record */
 	bbx_scratch_atfork_child();
-	bbx_run_ids_reset();
+	bbx_run_ids_forked();
 }
 
 void bbx_init(void)
