@@ -604,6 +604,10 @@ void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed)
 	clean_slots = slots;
 }
 
+/* The clean cache is two-way: an entry's hash may sit in either slot of its pair, and a
+ * hash is only ever stored into an empty slot.  Entries that never repeat (bash's
+ * "_=/path/of/the/command") or two entries of one pair would otherwise evict each other
+ * at every exec: a write to the shared page each time, and the redaction redone. */
 size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 {
 	size_t len = 0;
@@ -612,12 +616,13 @@ size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 		size_t room = full || len >= cap ? 0 : cap - len;
 		const char *s = envp[i];
 		size_t n = 0, sl = 0;
-		uint64_t h = 0, *slot = NULL;
-		if (clean_n) {
+		uint64_t h = 0, *pair = NULL;
+		if (clean_n >= 2) {
 			sl = strlen(s);
 			h = XXH64(s, sl, clean_seed) | 1; /* 0 is an empty slot */
-			slot = &clean_slots[h % clean_n];
-			if (__atomic_load_n(slot, __ATOMIC_RELAXED) == h) {
+			pair = &clean_slots[(h % (clean_n / 2)) * 2];
+			if (__atomic_load_n(&pair[0], __ATOMIC_RELAXED) == h ||
+			    __atomic_load_n(&pair[1], __ATOMIC_RELAXED) == h) {
 				struct out o = {room ? out + len : NULL, room, 0};
 				put(&o, s, sl);
 				n = finish(&o);
@@ -626,8 +631,16 @@ size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 		}
 		n = bbx_redact_env(s, room ? out + len : NULL, room);
 		/* Clean: the output is the entry itself, whole (not cut short by the room). */
-		if (slot && n == sl && n + 1 <= room && !memcmp(out + len, s, n))
-			__atomic_store_n(slot, h, __ATOMIC_RELAXED);
+		if (pair && n == sl && n + 1 <= room && !memcmp(out + len, s, n)) {
+			uint64_t empty = 0;
+			if (!__atomic_compare_exchange_n(&pair[0], &empty, h, false, __ATOMIC_RELAXED,
+							 __ATOMIC_RELAXED) &&
+			    empty != h) {
+				empty = 0;
+				__atomic_compare_exchange_n(&pair[1], &empty, h, false,
+							    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+			}
+		}
 next:
 		if (n + 1 > room)
 			full = true;

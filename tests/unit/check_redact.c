@@ -10,6 +10,9 @@
 #include "redact.h"
 #include "unit.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define M BBX_REDACT_MARK
 
 static char buf[4096];
@@ -248,6 +251,19 @@ START_TEST(test_clean_cache)
 	bbx_redact_envp(one, small, sizeof small);
 	for (int i = 0; i < 64; i++)
 		ck_assert_uint_eq(fresh[i], 0);
+	/* Two-way, and a hash only ever enters an empty slot: with a single pair, the first
+	 * two clean entries keep it, and a third (bash's changing "_=") is scanned every
+	 * time without evicting either; the output is unchanged. */
+	uint64_t pair[2] = {0};
+	bbx_redact_set_cache(pair, 2, 9);
+	char *three[] = {"A=1", "B=2", "_=/bin/true", NULL};
+	char o1[64], o2[64];
+	size_t a = bbx_redact_envp(three, o1, sizeof o1);
+	const uint64_t ha = XXH64("A=1", 3, 9) | 1, hb = XXH64("B=2", 3, 9) | 1;
+	ck_assert((pair[0] == ha && pair[1] == hb) || (pair[0] == hb && pair[1] == ha));
+	ck_assert_uint_eq(bbx_redact_envp(three, o2, sizeof o2), a);
+	ck_assert((pair[0] == ha && pair[1] == hb) || (pair[0] == hb && pair[1] == ha));
+	ck_assert(memcmp(o1, o2, a) == 0 && memcmp(o1, "A=1\0B=2\0_=/bin/true", a) == 0);
 	bbx_redact_set_cache(NULL, 0, 0);
 }
 END_TEST
