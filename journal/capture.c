@@ -102,7 +102,11 @@ static int k_statat(const char *p, struct stat *sb, int follow)
 	int r = bbx_stat_memo_get(p, follow, sb);
 	if (r != -2)
 		return r;
-	r = (int)syscall(SYS_newfstatat, AT_FDCWD, p, sb, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+	long k = bbx_sys_raw4(SYS_newfstatat, AT_FDCWD, (long)p, (long)sb,
+			      follow ? 0 : AT_SYMLINK_NOFOLLOW);
+	r = k < 0 ? -1 : 0;
+	if (k < 0)
+		errno = (int)-k;
 	bbx_stat_memo_put(p, follow, r, errno, sb);
 	return r;
 }
@@ -158,7 +162,10 @@ static int k_lstat(const char *p, struct stat *sb) { return k_statat(p, sb, 0); 
 
 static int k_fstat(int fd, struct stat *sb)
 {
-	return (int)syscall(SYS_fstat, fd, sb);
+	long k = bbx_sys_raw4(SYS_fstat, fd, (long)sb, 0, 0);
+	if (k < 0)
+		errno = (int)-k;
+	return k < 0 ? -1 : 0;
 }
 
 /* procfs and sysfs: kernel state, not files.  A write there (oom_score_adj, uid_map

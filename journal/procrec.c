@@ -8,6 +8,7 @@
  * (up to BBX_REC_MAX_LEN); /proc files are read with raw system calls.
  */
 #include "capture.h"
+#include "sys.h"
 #include "redact.h"
 
 #include <errno.h>
@@ -85,7 +86,7 @@ static void build_exec(struct bbx_enc *e, const struct job *j, int type)
 	if (j->exe)
 		bbx_enc_str(e, BBX_T_EXE, j->exe);
 	char cwd[PATH_MAX];
-	if (syscall(SYS_getcwd, cwd, sizeof cwd) > 0)
+	if (bbx_sys_raw4(SYS_getcwd, (long)cwd, (long)sizeof cwd, 0, 0) > 0)
 		bbx_enc_str(e, BBX_T_CWD, cwd);
 	(void)type;
 	if (j->cmdline)
@@ -179,12 +180,15 @@ int bbx_cap_proc(struct bbx_run *run, const char *saved, size_t saved_len, char 
 	return rc;
 }
 
+/* Encoded on the stack, not in the thread scratch: a shell or make writes an EXIT after
+ * each child it forked, and the fork had made the scratch's record page copy-on-write,
+ * so writing it there cost the parent a page fault per child (perf, issue 5).  The
+ * stack page in use is one the wait call itself has just written. */
 int bbx_cap_exit(struct bbx_run *run, const char *op, long pid, uint64_t ref, int status)
 {
-	if (!bbx_scratch())
-		return -ENOMEM;
+	uint8_t buf[BBX_REC_MIN_LEN + 160];
 	struct bbx_enc e;
-	bbx_enc_begin(&e, bbx_scratch()->rec, sizeof bbx_scratch()->rec, BBX_REC_EXIT);
+	bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_EXIT);
 	bbx_enc_str(&e, BBX_T_OP, op);
 	if (pid > 0)
 		bbx_enc_u64(&e, BBX_T_PID, (uint64_t)pid);

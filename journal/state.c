@@ -167,6 +167,17 @@ void bbx_state_unmap(struct bbx_state *st)
 		munmap(st, state_len(st));
 }
 
+void bbx_state_prefault(struct bbx_state *st)
+{
+	_Static_assert(sizeof(pthread_mutex_t) + sizeof(uint64_t) <= LOCK_SPAN,
+		       "the lock's span has room for the word written here");
+	__atomic_fetch_add(&st->seq, 0, __ATOMIC_RELAXED);
+	pthread_mutex_t *mu = bbx_state_lock(st);
+	if (mu)
+		__atomic_fetch_or((uint64_t *)((char *)mu + LOCK_SPAN - sizeof(uint64_t)), 0,
+				  __ATOMIC_RELAXED);
+}
+
 uint64_t bbx_state_next_seq(struct bbx_state *st)
 {
 	return __atomic_fetch_add(&st->seq, 1, __ATOMIC_SEQ_CST);

@@ -106,6 +106,12 @@ int bbx_state_create(const char *path);
 int bbx_state_map(const char *path, struct bbx_state **out);
 void bbx_state_unmap(struct bbx_state *st);
 
+/* Touches the header page and the journal lock's page with a write that changes
+ * nothing.  A read fault on a MAP_SHARED file page maps it read-only, and the first
+ * write then faults again (the filesystem's dirty tracking); a process about to write a
+ * record (an exec's, in a fork child that has no page table entries for this mapping)
+ * calls this first and pays one fault per page instead of two (issue 5, spawn cost). */
+void bbx_state_prefault(struct bbx_state *st);
 uint64_t bbx_state_next_seq(struct bbx_state *st);
 /* Level recorded for (dev, ino); BBX_LVL_NONE if absent. */
 int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino);

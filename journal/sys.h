@@ -12,6 +12,10 @@
 #define BBX_SYS_H
 
 #include <sys/types.h>
+#if !defined(__x86_64__)
+#include <errno.h>
+#include <unistd.h>
+#endif
 
 struct bbx_sys {
 	ssize_t (*write)(int fd, const void *buf, size_t n);
@@ -26,5 +30,27 @@ struct bbx_sys {
 };
 
 extern struct bbx_sys bbx_sys;
+
+/* A system call made here, by the instruction, not through libc's syscall(): a fork
+ * child on its way to exec reaches the code of every libc function it calls through a
+ * page fault of its own (the child inherits no page table entries for libc's text), and
+ * the shim's few raw calls on that path (getcwd, the stat of the capture) should not
+ * each bring one more (issue 5, spawn cost).  Returns the result or -errno, and leaves
+ * errno alone. */
+static inline long bbx_sys_raw4(long nr, long a, long b, long c, long d)
+{
+#if defined(__x86_64__)
+	long r;
+	register long r10 __asm__("r10") = d;
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return r;
+#else
+	long r = syscall(nr, a, b, c, d);
+	return r == -1 ? -errno : r;
+#endif
+}
 
 #endif

@@ -28,7 +28,14 @@ static int has_prefix(const char *s, const char *p, size_t n) { return strncmp(s
 /* Does an LD_PRELOAD value name our library?  (Entries are separated by ' ' or ':'.) */
 static int preload_has_shim(const char *v)
 {
-	for (const char *p = v; (p = strstr(p, shim_base)); p += shim_base_len) {
+	/* A plain scan, not strstr: in a fork child on its way to exec, libc's strstr is
+	 * one more page of code to fault in (issue 5). */
+	for (const char *p = v; *p; p++) {
+		size_t k = 0;
+		while (k < shim_base_len && p[k] == shim_base[k])
+			k++;
+		if (k < shim_base_len)
+			continue;
 		char after = p[shim_base_len];
 		if ((p == v || p[-1] == '/' || p[-1] == ' ' || p[-1] == ':') &&
 		    (after == 0 || after == ' ' || after == ':'))

@@ -15,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 
 #include "policy/policy.h"
+#include "journal/sys.h"
 
 #include <stddef.h>
 #define XXH_INLINE_ALL
@@ -55,6 +57,12 @@ static int find_program(const char *exe, char *out, size_t cap)
 	return -ENOENT;
 }
 
+/* stat(2) by the instruction (journal/sys.h: the fork child's libc pages). */
+static int stat_raw(const char *file, struct stat *sb)
+{
+	return bbx_sys_raw4(SYS_newfstatat, AT_FDCWD, (long)file, (long)sb, 0) < 0 ? -1 : 0;
+}
+
 static const char *const why_text[] = {
 	NULL, "setuid/setgid program: the shim cannot enter it",
 	"program with file capabilities: the shim cannot enter it",
@@ -85,7 +93,7 @@ static const char *unenterable(const char *file, const struct stat *given)
 	struct stat own;
 	const struct stat *sbp = given;
 	if (!sbp) {
-		if (stat(file, &own) < 0)
+		if (stat_raw(file, &own) < 0)
 			return NULL;
 		sbp = &own;
 	}
@@ -191,7 +199,7 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 				return bbx_pol_report(op, BBX_ACC_EXEC, abs, NULL, NULL, NULL, argv,
 						      &v);
 		}
-		have_sb = stat(file, &sb) == 0;
+		have_sb = stat_raw(file, &sb) == 0;
 		if (have_sb && bbx_pol_read_inode(p, sb.st_dev, sb.st_ino, &v))
 			return bbx_pol_report(op, BBX_ACC_EXEC, file, NULL, NULL, NULL, argv, &v);
 	}
@@ -249,6 +257,8 @@ static long record_exec(const char *op, const char *exe, char *const argv[],
 	/* The run first (opened on a process's first record anyway): exec_policy then
 	 * finds the run's program table. */
 	int urc = bbx_usable();
+	if (!urc && bbx_run.st)
+		bbx_state_prefault(bbx_run.st); /* a record follows, written or refused */
 	int prc = exec_policy(op, exe, argv);
 	if (prc || urc) {
 		bbx_run_fresh_ids = 0;
@@ -287,10 +297,14 @@ static void record_success(const char *op, long seq, long ret)
 	}
 }
 
+/* The new program's environment: its pointers and the strings made for it share one
+ * variable-length array, allocated here, after the EXEC record.  A fixed array would be
+ * part of the wrapper's frame from its entry, and the policy and the record would then
+ * run 8 KiB deeper: two more stack pages that a fork child must copy (issue 5). */
 #define ENV_ON_STACK(envp, name)                                                            \
-	char *name##_v[bbx_env_count(envp) + BBX_ENV_EXTRA + 1];                            \
-	char name##_s[BBX_ENV_SCRATCH];                                                     \
-	char **name = bbx_env_build((envp), name##_v, name##_s)
+	size_t name##_n = bbx_env_count(envp) + BBX_ENV_EXTRA + 1;                          \
+	char *name##_v[name##_n + BBX_ENV_SCRATCH / sizeof(char *)];                        \
+	char **name = bbx_env_build((envp), name##_v, (char *)(name##_v + name##_n))
 
 BBX_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
