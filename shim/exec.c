@@ -178,6 +178,65 @@ static void join(char *const argv[], size_t from, char *out, size_t cap, int bas
 	out[n] = 0;
 }
 
+/* exec_policy's parts with buffers of their own, each a frame of its own: a fork child
+ * on its way to exec then runs the policy and the record 8 KiB less deep on the stack,
+ * which its parent's pages copy-on-write (issue 5).  Each returns 1 when the decision
+ * is made (*rc: 0 or -errno), else 0. */
+
+/* deny_read on the program file: by its absolute name, then by identity (sb). */
+__attribute__((noinline)) static int exec_deny_read(const struct bbx_pol_hdr *p, const char *op,
+						    const char *file, char *const argv[],
+						    struct stat *sb, int *have_sb, int *rc)
+{
+	struct bbx_pol_verdict v;
+	char abs[PATH_MAX];
+	if (!bbx_path_abs(AT_FDCWD, file, abs, sizeof abs)) {
+		bbx_pol_read(p, abs, &v);
+		if (v.decision != BBX_DEC_ALLOW) {
+			*rc = bbx_pol_report(op, BBX_ACC_EXEC, abs, NULL, NULL, NULL, argv, &v);
+			return 1;
+		}
+	}
+	*have_sb = stat_raw(file, sb) == 0;
+	if (*have_sb && bbx_pol_read_inode(p, sb->st_dev, sb->st_ino, &v)) {
+		*rc = bbx_pol_report(op, BBX_ACC_EXEC, file, NULL, NULL, NULL, argv, &v);
+		return 1;
+	}
+	return 0;
+}
+
+/* The [exec] rules on the command line: as given, with argv[0]'s directory dropped, and
+ * the script of "sh -c SCRIPT". */
+__attribute__((noinline)) static int exec_rules(const struct bbx_pol_hdr *p, const char *op,
+						char *const argv[], int *rc)
+{
+	struct bbx_pol_verdict v;
+	char cmd[4096];
+	const char *forms = "gbs"; /* given, basename, shell script */
+	for (const char *f = forms; *f; f++) {
+		if (*f == 'b' && !strchr(argv[0], '/'))
+			continue;
+		if (*f == 's') {
+			const char *b = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+			if (!argv[1] || !argv[2] || strcmp(argv[1], "-c") ||
+			    (strcmp(b, "sh") && strcmp(b, "bash") && strcmp(b, "dash") &&
+			     strcmp(b, "zsh")))
+				continue;
+			join(argv, 2, cmd, sizeof cmd, 0);
+		} else {
+			join(argv, 0, cmd, sizeof cmd, *f == 'b');
+		}
+		bbx_pol_exec(p, cmd, &v);
+		if (v.decision == BBX_DEC_ALLOW && !v.rule)
+			continue;
+		*rc = bbx_pol_report(op, BBX_ACC_EXEC, NULL, NULL, NULL, NULL, argv, &v);
+		if (*rc || v.decision != BBX_DEC_ALLOW)
+			return 1;
+		break; /* an explicit allow rule */
+	}
+	return 0;
+}
+
 /* Decides an exec: deny_read on the program file, the [exec] rules on the command line
  * (as given, with argv[0]'s directory dropped, and the script of "sh -c SCRIPT"), and
  * [exec] static for programs the shim cannot enter.  Guard held.  0 or -errno. */
@@ -191,43 +250,11 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 	int have = find_program(exe, file, sizeof file) == 0;
 	struct stat sb;
 	int have_sb = 0;
-	if (have && p->n_deny_read) {
-		char abs[PATH_MAX];
-		if (!bbx_path_abs(AT_FDCWD, file, abs, sizeof abs)) {
-			bbx_pol_read(p, abs, &v);
-			if (v.decision != BBX_DEC_ALLOW)
-				return bbx_pol_report(op, BBX_ACC_EXEC, abs, NULL, NULL, NULL, argv,
-						      &v);
-		}
-		have_sb = stat_raw(file, &sb) == 0;
-		if (have_sb && bbx_pol_read_inode(p, sb.st_dev, sb.st_ino, &v))
-			return bbx_pol_report(op, BBX_ACC_EXEC, file, NULL, NULL, NULL, argv, &v);
-	}
-	if (p->n_exec && argv && argv[0]) {
-		char cmd[4096];
-		const char *forms = "gbs"; /* given, basename, shell script */
-		for (const char *f = forms; *f; f++) {
-			if (*f == 'b' && !strchr(argv[0], '/'))
-				continue;
-			if (*f == 's') {
-				const char *b = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-				if (!argv[1] || !argv[2] || strcmp(argv[1], "-c") ||
-				    (strcmp(b, "sh") && strcmp(b, "bash") && strcmp(b, "dash") &&
-				     strcmp(b, "zsh")))
-					continue;
-				join(argv, 2, cmd, sizeof cmd, 0);
-			} else {
-				join(argv, 0, cmd, sizeof cmd, *f == 'b');
-			}
-			bbx_pol_exec(p, cmd, &v);
-			if (v.decision == BBX_DEC_ALLOW && !v.rule)
-				continue;
-			int rc = bbx_pol_report(op, BBX_ACC_EXEC, NULL, NULL, NULL, NULL, argv, &v);
-			if (rc || v.decision != BBX_DEC_ALLOW)
-				return rc;
-			break; /* an explicit allow rule */
-		}
-	}
+	int rc = 0;
+	if (have && p->n_deny_read && exec_deny_read(p, op, file, argv, &sb, &have_sb, &rc))
+		return rc;
+	if (p->n_exec && argv && argv[0] && exec_rules(p, op, argv, &rc))
+		return rc;
 	if (have && p->static_action != BBX_ACT_ALLOW) {
 		const char *why = unenterable(file, have_sb ? &sb : NULL);
 		if (why) {
