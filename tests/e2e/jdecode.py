@@ -27,7 +27,7 @@ def records(data):
         if magic != 0x31584242 or ln < 64 or off + ln > len(data) or hl < 56:
             raise SystemExit("bad record at offset %d" % off)
         seq, rt, mono, pid, ppid, uid = struct.unpack_from("<QQQiiI", data, off + 16)
-        r = {"type": TYPES.get(typ, typ), "seq": seq, "hpid": pid, "hppid": ppid}
+        r = {"type": TYPES.get(typ, typ), "seq": seq, "hpid": pid, "hppid": ppid, "huid": uid}
         p, end = off + hl, off + ln - 8
         while p < end:
             tag, n = struct.unpack_from("<HI", data, p)

@@ -13,7 +13,7 @@
 # each was.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
-plan 22
+plan 25
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -180,5 +180,46 @@ else
 	skip "strace not installed"
 	skip "strace not installed"
 fi
+
+# Header ids of exec records (issue 5 moved them: a fork child inherits its parent's
+# ppid and uid and asks only its pid, and an exec record asks the pid again because a
+# vfork child writes it in its parent's memory).  bash forks its children, dash vforks
+# them, and dash's ( ) subshell is a fork child that execs its last command itself.
+# Each EXEC of /bin/true must carry the child's own pid (the one its parent's EXIT
+# names, never the parent's) and the parent's pid as ppid.
+J4="$T_TMP/j.ids"
+(cd "$W" && bbx-run -q --journal "$J4" -- bash -c 'echo $$ > bash.pid; /bin/true bash-child
+dash -c "echo \$\$ > dash.pid; /bin/true dash-child; /bin/true dash-child2; (/bin/true dash-sub)"') \
+	>/dev/null 2>&1
+"$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$J4/journal" >"$T_TMP/recs.ids"
+"$PY" - "$T_TMP/recs.ids" "$(cat "$W/bash.pid")" "$(cat "$W/dash.pid")" >"$T_TMP/chk" 2>&1 <<'PY'
+import json, os, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+bash, dash = int(sys.argv[2]), int(sys.argv[3])
+def ex(tag):
+    e = [r for r in recs if r["type"] == "EXEC" and r.get("argv") == ["/bin/true", tag]]
+    assert len(e) == 1, (tag, len(e))
+    return e[0]
+bad = []
+for tag, parent in (("bash-child", bash), ("dash-child", dash), ("dash-child2", dash)):
+    e = ex(tag)
+    reaped = [r["pid"] for r in recs if r["type"] == "EXIT" and r.get("pid") == e["hpid"] and r["hpid"] == parent]
+    if e["hppid"] != parent or e["hpid"] == parent or not reaped:
+        bad.append((tag, e["hpid"], e["hppid"], parent, reaped))
+s = ex("dash-sub")
+if s["hppid"] != dash or s["hpid"] in (bash, dash):
+    bad.append(("dash-sub", s["hpid"], s["hppid"], dash))
+if any(r["type"] == "EXEC" and r["huid"] != os.getuid() for r in recs):
+    bad.append("uid")
+print(bad)
+sys.exit(1 if bad else 0)
+PY
+r=$?
+[ $r -ne 0 ] && sed 's/^/#   /' "$T_TMP/chk" | head -20 >&2
+ok $r "exec records of fork (bash), vfork (dash) and subshell children: own pid, parent's pid as ppid"
+grep -q '"type": "EXEC"' "$T_TMP/recs.ids" && [ -s "$W/dash.pid" ]
+ok $? "... the run recorded them (dash ran)"
+[ "$(grep -c '"argv": \["/bin/true", "dash-child' "$T_TMP/recs.ids")" = 2 ]
+ok $? "... both of dash's vforked children have an EXEC"
 
 finish
