@@ -5,8 +5,10 @@
 # per variant the median, min-max, the ratio of medians to bare and, for bbx, the
 # journal size and the bytes preserved.  cpu_s is the user+system CPU time of the
 # command and its waited-for children (bash's `time`): less sensitive to other load on a
-# shared machine than elapsed time, but blind to daemons (fakeroot's faked).  Timings
-# never gate tests.
+# shared machine than elapsed time, but blind to daemons (fakeroot's faked).  faults is
+# the same tree's minor page faults (GNU time's %R), when /usr/bin/time is installed:
+# the one figure that repeats exactly on a noisy machine, and most of what starting a
+# process costs.  Timings never gate tests.
 #
 # Environment knobs (all optional):
 #   BBX_BUILDDIR     a built tree (default: the source tree)
@@ -98,9 +100,9 @@ done
 vrun() {
 	local v=$1
 	shift
+	# shellcheck disable=SC2086 # BBX_RUN is a command line, split on purpose
 	case $v in
 	bare) "$@" ;;
-	# shellcheck disable=SC2086
 	bbx) $BBX_RUN --journal "$J" -- "$@" ;;
 	installwatch) mkdir -p "$IW" && installwatch -b -r "$IW" -o "$IW/log" "$@" ;;
 	fakeroot) fakeroot -- "$@" ;;
@@ -118,6 +120,16 @@ teardown() { :; }
 
 kib() { du -sk "$1" 2>/dev/null | cut -f1 || echo 0; }
 
+# How bench calls vrun: through GNU time, for the command's minor page faults, inside a
+# bash that calls vrun (the same extra bash start in every variant, outside bbx-run).
+if [ -x /usr/bin/time ]; then
+	export -f vrun
+	export BBX_RUN J IW
+	VRUN=(/usr/bin/time -f %R -o "$W/flt" bash -c 'vrun "$@"' vrun)
+else
+	VRUN=(vrun)
+fi
+
 # bench NAME CMD...: ROUNDS rounds of CMD (run in $WD) under every active variant.
 bench() {
 	local name=$1 r v rc real user sys TIMEFORMAT='%3R %3U %3S'
@@ -127,10 +139,12 @@ bench() {
 			discard "$J" "$IW"
 			(cd "$W" && setup)
 			rc=0
-			{ time { (cd "$WD" && vrun "$v" "$@") >"$W/out" 2>&1 || rc=$?; }; } 2>"$W/tm"
+			rm -f "$W/flt"
+			{ time { (cd "$WD" && "${VRUN[@]}" "$v" "$@") >"$W/out" 2>&1 || rc=$?; }; } 2>"$W/tm"
 			read -r real user sys <"$W/tm"
 			echo "$real" >>"$W/t.$name.$v"
 			echo "$user + $sys" | bc >>"$W/c.$name.$v"
+			[ -s "$W/flt" ] && tail -n 1 "$W/flt" >>"$W/f.$name.$v"
 			if [ "$rc" = 0 ] && ! (cd "$W" && check) >>"$W/out" 2>&1; then
 				rc="0 but its result failed the check"
 			fi
@@ -165,7 +179,7 @@ table() {
 	local name=$1 label=${2:-$1} v f c base cbase extra
 	base= cbase=
 	[ -s "$W/t.$name.bare" ] && base=$(med "$W/t.$name.bare") && cbase=$(med "$W/c.$name.bare")
-	printf '%-22s %-12s %9s %17s %7s %7s %7s  %s\n' workload variant median_s min-max ratio cpu_s cpu_rt kept
+	printf '%-22s %-12s %9s %17s %7s %7s %7s %9s  %s\n' workload variant median_s min-max ratio cpu_s cpu_rt faults kept
 	for v in $ACTIVE; do
 		f="$W/t.$name.$v"
 		extra=-
@@ -175,9 +189,10 @@ table() {
 		esac
 		[ -s "$W/fail.$name.$v" ] && extra="$extra; FAILED in $(wc -l <"$W/fail.$name.$v") of $ROUNDS rounds"
 		c="$W/c.$name.$v"
-		printf '%-22s %-12s %9.3f %17s %7s %7.2f %7s  %s\n' "$label" "$v" "$(med "$f")" "$(mm "$f")" \
+		printf '%-22s %-12s %9.3f %17s %7s %7.2f %7s %9s  %s\n' "$label" "$v" "$(med "$f")" "$(mm "$f")" \
 			"$([ -n "$base" ] && printf '%.3f' "$(div "$(med "$f")" "$base")" || echo -)" \
-			"$(med "$c")" "$([ -n "$cbase" ] && printf '%.2f' "$(div "$(med "$c")" "$cbase")" || echo -)" "$extra"
+			"$(med "$c")" "$([ -n "$cbase" ] && printf '%.2f' "$(div "$(med "$c")" "$cbase")" || echo -)" \
+			"$([ -s "$W/f.$name.$v" ] && med "$W/f.$name.$v" || echo -)" "$extra"
 	done
 	[ -s "$W/stats.$name" ] && sed 's/^/  bbx-log --stats: /' "$W/stats.$name"
 	echo "  ($ROUNDS rounds, alternating$(printf ' %s' $ACTIVE); $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -17,7 +17,12 @@ base=$(med "$W/t.spawn.bare")
 cbase=$(med "$W/c.spawn.bare")
 for v in $ACTIVE; do
 	[ "$v" = bare ] && continue
-	printf '  %s: %+.0f us elapsed, %+.0f us CPU per process\n' "$v" \
+	printf '  %s: %+.0f us elapsed, %+.0f us CPU per process' "$v" \
 		"$(echo "($(med "$W/t.spawn.$v") - $base) * 1000000 / $N" | bc -l)" \
 		"$(echo "($(med "$W/c.spawn.$v") - $cbase) * 1000000 / $N" | bc -l)"
+	if [ -s "$W/f.spawn.$v" ] && [ -s "$W/f.spawn.bare" ]; then
+		printf ', %+.1f page faults per process' \
+			"$(echo "($(med "$W/f.spawn.$v") - $(med "$W/f.spawn.bare")) / $N" | bc -l)"
+	fi
+	echo
 done
