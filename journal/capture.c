@@ -102,11 +102,10 @@ static int k_statat(const char *p, struct stat *sb, int follow)
 	int r = bbx_stat_memo_get(p, follow, sb);
 	if (r != -2)
 		return r;
-	long k = bbx_sys_raw4(SYS_newfstatat, AT_FDCWD, (long)p, (long)sb,
-			      follow ? 0 : AT_SYMLINK_NOFOLLOW);
-	r = k < 0 ? -1 : 0;
-	if (k < 0)
-		errno = (int)-k;
+	int e = bbx_sys_fstatat(AT_FDCWD, p, sb, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+	r = e ? -1 : 0;
+	if (e)
+		errno = -e;
 	bbx_stat_memo_put(p, follow, r, errno, sb);
 	return r;
 }
@@ -162,10 +161,10 @@ static int k_lstat(const char *p, struct stat *sb) { return k_statat(p, sb, 0); 
 
 static int k_fstat(int fd, struct stat *sb)
 {
-	long k = bbx_sys_raw4(SYS_fstat, fd, (long)sb, 0, 0);
-	if (k < 0)
-		errno = (int)-k;
-	return k < 0 ? -1 : 0;
+	int e = bbx_sys_fstatat(fd, "", sb, AT_EMPTY_PATH);
+	if (e)
+		errno = -e;
+	return e ? -1 : 0;
 }
 
 /* procfs and sysfs: kernel state, not files.  A write there (oom_score_adj, uid_map

@@ -11,6 +11,8 @@
 #ifndef BBX_SYS_H
 #define BBX_SYS_H
 
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #if !defined(__x86_64__)
 #include <errno.h>
@@ -51,6 +53,13 @@ static inline long bbx_sys_raw4(long nr, long a, long b, long c, long d)
 	long r = syscall(nr, a, b, c, d);
 	return r == -1 ? -errno : r;
 #endif
+}
+
+/* newfstatat(2) by the instruction: 0, or -errno (errno left alone).  fstat is
+ * (fd, "", AT_EMPTY_PATH), as glibc makes it. */
+static inline int bbx_sys_fstatat(int dirfd, const char *path, struct stat *sb, int flags)
+{
+	return (int)bbx_sys_raw4(SYS_newfstatat, dirfd, (long)path, (long)sb, flags);
 }
 
 #endif

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/syscall.h>
 #include <sys/xattr.h>
 
 #include "policy/policy.h"
@@ -57,12 +56,6 @@ static int find_program(const char *exe, char *out, size_t cap)
 	return -ENOENT;
 }
 
-/* stat(2) by the instruction (journal/sys.h: the fork child's libc pages). */
-static int stat_raw(const char *file, struct stat *sb)
-{
-	return bbx_sys_raw4(SYS_newfstatat, AT_FDCWD, (long)file, (long)sb, 0) < 0 ? -1 : 0;
-}
-
 static const char *const why_text[] = {
 	NULL, "setuid/setgid program: the shim cannot enter it",
 	"program with file capabilities: the shim cannot enter it",
@@ -93,7 +86,7 @@ static const char *unenterable(const char *file, const struct stat *given)
 	struct stat own;
 	const struct stat *sbp = given;
 	if (!sbp) {
-		if (stat_raw(file, &own) < 0)
+		if (bbx_sys_fstatat(AT_FDCWD, file, &own, 0)) /* not libc: sys.h */
 			return NULL;
 		sbp = &own;
 	}
@@ -197,7 +190,7 @@ __attribute__((noinline)) static int exec_deny_read(const struct bbx_pol_hdr *p,
 			return 1;
 		}
 	}
-	*have_sb = stat_raw(file, sb) == 0;
+	*have_sb = bbx_sys_fstatat(AT_FDCWD, file, sb, 0) == 0;
 	if (*have_sb && bbx_pol_read_inode(p, sb->st_dev, sb->st_ino, &v)) {
 		*rc = bbx_pol_report(op, BBX_ACC_EXEC, file, NULL, NULL, NULL, argv, &v);
 		return 1;
