@@ -121,7 +121,8 @@ int bbx_stat_memo_get(const char *p, int follow, struct stat *sb)
 		return -2;
 	for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
 		struct bbx_stat_memo *m = &s->memo[i];
-		if (m->epoch == ep && m->follow == follow && !memcmp(m->path, p, l + 1)) {
+		if (m->epoch == ep && (m->follow == follow || (follow == 1 && m->follow == 2)) &&
+		    !memcmp(m->path, p, l + 1)) {
 			if (m->ret == 0)
 				*sb = m->sb;
 			else
@@ -130,6 +131,21 @@ int bbx_stat_memo_get(const char *p, int follow, struct stat *sb)
 		}
 	}
 	return -2;
+}
+
+int bbx_stat_memo_kname(const char *p, size_t l)
+{
+	struct bbx_scratch *s = scratch_tls;
+	uint64_t ep = bbx_stat_epoch;
+	if (!ep || !s || l >= BBX_MEMO_PATH)
+		return 0;
+	for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
+		const struct bbx_stat_memo *m = &s->memo[i];
+		if (m->epoch == ep && m->follow == 2 && m->ret == 0 && S_ISDIR(m->sb.st_mode) &&
+		    !memcmp(m->path, p, l) && m->path[l] == 0)
+			return 1;
+	}
+	return 0;
 }
 
 void bbx_stat_memo_put(const char *p, int follow, int ret, int err, const struct stat *sb)

@@ -58,8 +58,13 @@ extern __thread uint64_t bbx_stat_epoch;
  * capture does not walk the whole path again.  ret and err as from newfstatat.  Leaves
  * errno = err. */
 void bbx_stat_memo_put(const char *p, int follow, int ret, int err, const struct stat *sb);
-/* The memo's answer for p (0, or -1 with errno set), or -2 when it has none. */
+/* The memo's answer for p (0, or -1 with errno set), or -2 when it has none.  An entry
+ * put with follow 2 answers follow 1 too. */
 int bbx_stat_memo_get(const char *p, int follow, struct stat *sb);
+/* Whether the first l bytes of p name a directory put in this epoch with follow 2: the
+ * shim's policy opened it by exactly these words, no symlink on the way, so the words
+ * are the kernel's own name for it until the epoch ends. */
+int bbx_stat_memo_kname(const char *p, size_t l);
 /* lstat(2) through the kernel and the memo (what the capture itself uses). */
 int bbx_k_lstat(const char *p, struct stat *sb);
 /* getcwd(3) through the memo (path.c).  Returns 0 or -errno. */

@@ -364,6 +364,11 @@ static int open_dir_named(char *dir, char *out)
 			strcpy(out, dir);
 			return fd;
 		}
+		/* A missing component or a non-directory met before any symlink (a symlink
+		 * would have answered ELOOP first): the plain open walks the same components
+		 * and fails the same way.  (git creates in .git/objects/xx before mkdir.) */
+		if (errno == ENOENT || errno == ENOTDIR)
+			return -1;
 	}
 	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0 && bbx_path_fd(fd, out, PATH_MAX)) {
@@ -378,8 +383,9 @@ static int open_dir_named(char *dir, char *out)
  * name is absent or not a symlink (or the call does not follow one), that is the whole
  * answer: the call lands on parent + name.  What was learnt goes into the capture's stat
  * memo (capture.h), which would otherwise walk the whole path twice more (the target's
- * lstat, the parent's stat for DIRMETA).  Returns 1 when it answered, 0 to take the
- * general route (a final symlink to follow, "." or "..", no such parent, a refusal). */
+ * lstat, the parent's stat for DIRMETA).  Returns 1 when it answered, -1 when the
+ * parent does not exist (ENOENT, ENOTDIR: the call will fail by itself), 0 to take the
+ * general route (a final symlink to follow, "." or "..", a refusal). */
 static int resolve_parent_first(const char *cur, int follow, char *out, char *tmp, int *hold_fd,
 				char *hold_name)
 {
@@ -395,7 +401,9 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	tmp[pl] = 0;
 	int fd = open_dir_named(tmp, out);
 	if (fd < 0)
-		return 0;
+		/* No such parent: the call fails by itself, with or without a symlink to
+		 * follow at the end; the general route would only open it again. */
+		return errno == ENOENT || errno == ENOTDIR ? -1 : 0;
 	size_t ol = strlen(out);
 	if (ol + 1 + ll >= PATH_MAX) {
 		close(fd);
@@ -413,7 +421,10 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	}
 	struct stat pb;
 	if (BBX_REAL(syscall)(SYS_fstat, fd, &pb) == 0)
-		bbx_stat_memo_put(out, 1, 0, 0, &pb);
+		/* follow 2: also the kernel's own name for it, in this epoch (the words
+		 * were opened without a symlink on the way): a second name in the same
+		 * directory (rename, link) needs no resolving (parent_known). */
+		bbx_stat_memo_put(out, strcmp(out, tmp) ? 1 : 2, 0, 0, &pb);
 	if (ol > 1)
 		out[ol++] = '/';
 	memcpy(out + ol, last, ll + 1);
@@ -441,8 +452,13 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp, in
 	if (l >= PATH_MAX)
 		return -ENAMETOOLONG;
 	memcpy(cur, path, l + 1);
-	if (resolve_parent_first(cur, follow, out, tmp, hold_fd, hold_name))
+	int pf = resolve_parent_first(cur, follow, out, tmp, hold_fd, hold_name);
+	if (pf > 0)
 		return 0;
+	if (pf < 0) {
+		memcpy(out, cur, l + 1); /* no such parent: decide on the words */
+		return 0;
+	}
 	if (follow) {
 		int fd = open(cur, O_PATH | O_CLOEXEC);
 		if (fd >= 0) {
@@ -520,6 +536,18 @@ static int parent_is_cwd(const char *path)
 	return strlen(s->cwd) == dl && !strncmp(path, s->cwd, dl);
 }
 
+/* Is path's directory part one this call already opened by its words without a symlink
+ * on the way (resolve_parent_first, memo follow 2)?  The second name of a rename or link
+ * in the same directory, the common case (sed -i, git's lock files and objects). */
+static int parent_known(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash || slash == path || !slash[1] || !strcmp(slash + 1, ".") ||
+	    !strcmp(slash + 1, ".."))
+		return 0;
+	return bbx_stat_memo_kname(path, (size_t)(slash - path));
+}
+
 static int write_hook(const char *op, const char *path, int fd, int follow)
 {
 	const struct bbx_pol_hdr *p = bbx_policy();
@@ -527,7 +555,8 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 		return 0;
 	struct bbx_scratch *s = bbx_scratch();
 	char *res = s->lnk;
-	if (path && !follow && (path == bbx_path_parent_real || parent_is_cwd(path)) &&
+	if (path && !follow &&
+	    (path == bbx_path_parent_real || parent_is_cwd(path) || parent_known(path)) &&
 	    strlen(path) < PATH_MAX) {
 		/* Its directory is already the kernel's name (bbx_path_abs): nothing to
 		 * resolve, and the call acts on the name itself. */

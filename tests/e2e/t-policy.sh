@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 69
+plan 72
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -93,6 +93,15 @@ run "$ENFORCE" python3 -c "import os; os.symlink('x', '$OUT/h')"
 [ $? -ne 0 ] && [ ! -L "$OUT/h" ]; ok $? "symlink created outside: refused"
 run "$ENFORCE" chmod 777 "$OUT/existing"
 [ $? -ne 0 ] && [ "$(stat -c %a "$OUT/existing")" != 777 ]; ok $? "chmod outside: refused"
+# The resolution's shortcuts (issue 5): a second name is resolved anew unless its
+# directory is, word for word, one this call already opened without a symlink; a
+# missing parent is decided on the words.
+run "$ENFORCE" python3 -c "import os; open('$W/r1', 'w').write('x'); os.rename('$W/r1', '$W/esc/r1')"
+[ $? -ne 0 ] && [ -e "$W/r1" ] && [ ! -e "$OUT/r1" ] && said PermissionError; ok $? "rename into a symlinked directory that leaves the workspace: refused"
+run "$ENFORCE" python3 -c "open('$OUT/nodir/x', 'w')"
+[ $? -ne 0 ] && said PermissionError; ok $? "O_CREAT in a missing directory outside: refused (EACCES), not merely ENOENT"
+run "$ENFORCE" python3 -c "open('$W/nodir/x', 'w')"
+[ $? -ne 0 ] && said FileNotFoundError && [ ! -e "$W/nodir" ]; ok $? "O_CREAT in a missing directory inside: ENOENT, as bare"
 
 # ---- what the policy allows still works --------------------------------------------------
 run "$ENFORCE" sh -c 'echo fine > inside && cp inside copy && mkdir -p a/b && mv copy a/b/ && rm inside && cat a/b/copy'
