@@ -279,11 +279,9 @@ void bbx_run_ids_forked(void)
 
 static int write_ahead_type(int type);
 
-int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
+/* The header (times, ids) filled in and the record finished: its length, or -errno. */
+static long finish_rec(struct bbx_enc *e, uint64_t seq)
 {
-	if (__builtin_expect(__atomic_load_n(&bbx_run_proc_pending, __ATOMIC_RELAXED), 0) &&
-	    __atomic_exchange_n(&bbx_run_proc_pending, 0, __ATOMIC_ACQ_REL) && bbx_run_prologue)
-		bbx_run_prologue(run);
 	struct timespec rt, mono;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mono);
@@ -308,7 +306,20 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 	} else {
 		h.pid = ids_pid, h.ppid = ids_ppid, h.uid = ids_uid;
 	}
-	long len = bbx_enc_finish(e, &h);
+	return bbx_enc_finish(e, &h);
+}
+
+static void prologue_if_pending(struct bbx_run *run)
+{
+	if (__builtin_expect(__atomic_load_n(&bbx_run_proc_pending, __ATOMIC_RELAXED), 0) &&
+	    __atomic_exchange_n(&bbx_run_proc_pending, 0, __ATOMIC_ACQ_REL) && bbx_run_prologue)
+		bbx_run_prologue(run);
+}
+
+int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
+{
+	prologue_if_pending(run);
+	long len = finish_rec(e, seq);
 	if (len < 0)
 		return (int)len;
 	int rc = bbx_writer_append_chained(&run->w, run->st, e->buf, (size_t)len,
@@ -318,6 +329,36 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 	if (rc == 0 && bbx_run_sync_mode(run) != BBX_SYNC_OFF &&
 	    write_ahead_type(e->buf[6] | e->buf[7] << 8))
 		rc = bbx_run_sync(run, bbx_run_last_pos.end);
+	return rc;
+}
+
+int bbx_run_batch_add(struct bbx_run *run, struct bbx_run_batch *b, struct bbx_enc *e,
+		      uint64_t seq)
+{
+	prologue_if_pending(run);
+	long len = finish_rec(e, seq);
+	if (len < 0)
+		return (int)len;
+	if (b->len + (size_t)len > sizeof b->buf) {
+		int rc = bbx_run_batch_flush(run, b);
+		if (rc)
+			return rc;
+	}
+	if ((size_t)len > sizeof b->buf)
+		return bbx_writer_append_chained(&run->w, run->st, e->buf, (size_t)len,
+						 &bbx_run_last_pos);
+	memcpy(b->buf + b->len, e->buf, (size_t)len);
+	b->len += (size_t)len;
+	return 0;
+}
+
+int bbx_run_batch_flush(struct bbx_run *run, struct bbx_run_batch *b)
+{
+	if (!b->len)
+		return 0;
+	int rc = bbx_writer_append_chained_n(&run->w, run->st, b->buf, b->len,
+					     &bbx_run_last_pos);
+	b->len = 0;
 	return rc;
 }
 

@@ -74,6 +74,21 @@ extern void (*bbx_run_prologue)(struct bbx_run *run);
  * (bbx_writer_append_chained).  Returns 0 or -errno. */
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 
+/* Records gathered and appended with one write(2) per 64 KiB: bbx-run's FINAL records
+ * at the seal (one per path the run touched: 13,000 for an untar of a node_modules).
+ * Only for records no mutation waits on: nothing here is made durable ([journal] sync
+ * applies to write-ahead records, bbx_run_emit).  bbx_run_batch_add fills the header
+ * like bbx_run_emit and keeps the record (flushing first when it would not fit);
+ * bbx_run_batch_flush appends what is kept, linked into the hash chain record by
+ * record.  Both return 0 or -errno (those of bbx_writer_append_chained_n). */
+struct bbx_run_batch {
+	size_t len;
+	uint8_t buf[64 * 1024];
+};
+int bbx_run_batch_add(struct bbx_run *run, struct bbx_run_batch *b, struct bbx_enc *e,
+		      uint64_t seq);
+int bbx_run_batch_flush(struct bbx_run *run, struct bbx_run_batch *b);
+
 /* [journal] sync (state.h, enum bbx_sync): the run's mode, as bbx-run set it in the
  * state file (off for a run without bbx-run, and for an undo's own journal). */
 int bbx_run_sync_mode(const struct bbx_run *run);

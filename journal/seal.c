@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -26,7 +27,7 @@ static int touched(const struct bbx_rec *r)
 	return 0;
 }
 
-static int emit_final(struct bbx_run *run, const char *path)
+static int emit_final(struct bbx_run *run, struct bbx_run_batch *b, const char *path)
 {
 	uint8_t buf[PATH_MAX + 512];
 	struct bbx_enc e;
@@ -42,7 +43,7 @@ static int emit_final(struct bbx_run *run, const char *path)
 	} else {
 		bbx_enc_u32(&e, BBX_T_KIND, BBX_KIND_NONE);
 	}
-	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+	return bbx_run_batch_add(run, b, &e, bbx_state_next_seq(run->st));
 }
 
 /* The chain head right after SEAL, and how many records and bytes it covers, go into
@@ -78,6 +79,14 @@ int bbx_seal(const char *dir, size_t *npaths)
 		bbx_reader_close(&r);
 		return rc;
 	}
+	/* The FINAL records go out 64 KiB at a time, not with a write(2) each. */
+	struct bbx_run_batch *batch = malloc(sizeof *batch);
+	if (!batch) {
+		bbx_run_close(&run);
+		bbx_reader_close(&r);
+		return -ENOMEM;
+	}
+	batch->len = 0;
 	/* Stragglers note their changes from now on (capture.c, covered()): flag first,
 	 * so a change racing with the FINAL records is either noted or already in them. */
 	__atomic_fetch_or(&run.st->flags, BBX_STATE_SEALED, __ATOMIC_SEQ_CST);
@@ -101,11 +110,14 @@ int bbx_seal(const char *dir, size_t *npaths)
 			if (ins < 0)
 				rc = ins;
 			else if (ins == 1) {
-				rc = emit_final(&run, ps[i]);
+				rc = emit_final(&run, batch, ps[i]);
 				n++;
 			}
 		}
 	}
+	if (rc == 0)
+		rc = bbx_run_batch_flush(&run, batch);
+	free(batch);
 	if (rc == 0) {
 		uint8_t buf[256];
 		struct bbx_enc e;

@@ -191,14 +191,30 @@ static void chain_recover(struct bbx_writer *w, struct bbx_state *st)
 	close(fd);
 }
 
+/* The length of the record at b (its header says), within the len bytes left. */
+static size_t rec_len_at(const uint8_t *b, size_t left)
+{
+	if (left < 16)
+		return left;
+	size_t l = (size_t)(get64le(b + 8) & 0xffffffffu);
+	return l >= BBX_REC_MIN_LEN && l <= left ? l : left;
+}
+
 int bbx_writer_append_chained(struct bbx_writer *w, struct bbx_state *st, void *rec,
 			      size_t len, struct bbx_chain_pos *pos)
 {
+	return bbx_writer_append_chained_n(w, st, rec, len, pos);
+}
+
+int bbx_writer_append_chained_n(struct bbx_writer *w, struct bbx_state *st, void *recs,
+				size_t len, struct bbx_chain_pos *pos)
+{
+	uint8_t *b = recs;
 	pthread_mutex_t *mu = st ? bbx_state_lock(st) : NULL;
 	if (!mu) {
-		int rc = bbx_writer_append(w, rec, len);
+		int rc = bbx_writer_append(w, recs, len);
 		if (pos) {
-			pos->chain = get64le((const uint8_t *)rec + len - BBX_REC_TRAILER_LEN);
+			pos->chain = get64le(b + len - BBX_REC_TRAILER_LEN);
 			pos->count = pos->end = 0;
 		}
 		return rc;
@@ -216,9 +232,14 @@ int bbx_writer_append_chained(struct bbx_writer *w, struct bbx_state *st, void *
 	} else if (e) {
 		return -e;
 	}
-	uint64_t t = bbx_rec_set_chain(rec, len, st->chain);
+	/* Each record is linked to the one before it, the first to the file's head. */
+	uint64_t t = st->chain;
+	for (size_t off = 0, l; off < len; off += l) {
+		l = rec_len_at(b + off, len - off);
+		t = bbx_rec_set_chain(b + off, l, t);
+	}
 	size_t done;
-	int rc = writer_write(w, rec, len, &done);
+	int rc = writer_write(w, recs, len, &done);
 	if (rc == -EIO && done > 0 && done < len) {
 		/* A short write.  When the filesystem is full (the usual cause), we hold the
 		 * lock, so nothing follows the torn bytes: take them back, keep the journal
@@ -237,8 +258,13 @@ int bbx_writer_append_chained(struct bbx_writer *w, struct bbx_state *st, void *
 	/* Under the lock like every access to end, but atomic: group commit reads it
 	 * without the lock (run.c). */
 	__atomic_store_n(&st->end, st->end + done, __ATOMIC_RELEASE);
-	if (rc == 0) {
-		st->chain = t;
+	/* The head moves past every record that reached the file whole (all of them,
+	 * unless the write was short). */
+	for (size_t off = 0, l; off < done; off += l) {
+		l = rec_len_at(b + off, len - off);
+		if (off + l > done)
+			break;
+		st->chain = get64le(b + off + l - BBX_REC_TRAILER_LEN);
 		st->nrec++;
 	}
 	if (pos) {

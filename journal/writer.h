@@ -74,6 +74,11 @@ struct bbx_chain_pos {
  * Allocation-free; no stdio. */
 int bbx_writer_append_chained(struct bbx_writer *w, struct bbx_state *st, void *rec,
 			      size_t len, struct bbx_chain_pos *pos);
+/* The same for len bytes holding several complete records back to back (one write(2),
+ * one taking of the lock): each is linked to the one before it.  After a short write
+ * the head moves past the records that reached the file whole. */
+int bbx_writer_append_chained_n(struct bbx_writer *w, struct bbx_state *st, void *recs,
+				size_t len, struct bbx_chain_pos *pos);
 
 /* Tests only: called inside the lock right after the write, before the head moves. */
 extern void (*bbx_writer_test_hook)(void);

@@ -17,6 +17,7 @@
 #include "unit.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <sys/wait.h>
 
@@ -118,6 +119,65 @@ START_TEST(test_concurrent_appends_chain)
 				if (emit_note(&run, text))
 					_exit(3);
 			}
+			bbx_run_close(&run);
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < NPROC; k++) {
+		int st;
+		ck_assert_int_eq(waitpid(kids[k], &st, 0), kids[k]);
+		ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	struct walk w = walk_chain(dir);
+	ck_assert_uint_eq(w.n, NPROC * PER);
+	ck_assert_uint_eq(w.bad_chain, 0);
+	ck_assert_uint_eq(w.torn_bytes, 0);
+	check_state_matches(dir, &w);
+	ck_assert_int_eq(verify_quiet(dir), 0);
+}
+END_TEST
+
+/* Batches (bbx_run_batch_add/flush: the seal's FINAL records, one write(2) per 64 KiB)
+ * from some processes while others append one record at a time: every record of every
+ * batch is linked to the one before it in the file, batches that fill up flush on
+ * their own, and the state's head, count and end match the file. */
+START_TEST(test_batches_chain_with_singles)
+{
+	char dir[PATH_MAX];
+	new_run(dir, sizeof dir, "batch");
+	pid_t kids[NPROC];
+	for (int k = 0; k < NPROC; k++) {
+		kids[k] = fork();
+		ck_assert_int_ge(kids[k], 0);
+		if (kids[k] == 0) {
+			struct bbx_run run;
+			if (bbx_run_open(&run, dir))
+				_exit(2);
+			struct bbx_run_batch *b = malloc(sizeof *b);
+			if (!b)
+				_exit(4);
+			b->len = 0;
+			char text[256];
+			for (int i = 0; i < PER; i++) {
+				/* ~200 bytes a record: 400 fill three batches */
+				snprintf(text, sizeof text, "proc %d note %d %0120d", k, i, 0);
+				int rc;
+				if (k % 2) {
+					rc = emit_note(&run, text);
+				} else {
+					uint8_t buf[512];
+					struct bbx_enc e;
+					bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_NOTE);
+					bbx_enc_str(&e, BBX_T_OP, "unit");
+					bbx_enc_str(&e, BBX_T_TEXT, text);
+					rc = bbx_run_batch_add(&run, b, &e, bbx_state_next_seq(run.st));
+				}
+				if (rc)
+					_exit(3);
+			}
+			if (bbx_run_batch_flush(&run, b) || b->len)
+				_exit(5);
+			free(b);
 			bbx_run_close(&run);
 			_exit(0);
 		}
@@ -322,6 +382,7 @@ static Suite *chain_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_set_chain_patches_in_place);
 	tcase_add_test(tc, test_concurrent_appends_chain);
+	tcase_add_test(tc, test_batches_chain_with_singles);
 	tcase_add_test(tc, test_unlocked_appends_break_chain);
 	tcase_add_test(tc, test_holder_killed_before_write);
 	tcase_add_test(tc, test_holder_killed_after_write);
