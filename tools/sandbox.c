@@ -67,6 +67,12 @@ static int truncation_rules(scmp_filter_ctx ctx, uint64_t mark)
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 1,
 				      SCMP_A4(SCMP_CMP_NE, m));
+	/* Every other system call is answered from the kernel's per-syscall cache (its
+	 * action does not depend on the arguments) without running the filter; openat,
+	 * the most frequent call there is, runs it.  Tested first, it takes 8 BPF
+	 * instructions instead of 30 (seccomp_export_pfc). */
+	if (!rc)
+		rc = seccomp_syscall_priority(ctx, SCMP_SYS(openat), 255);
 	return rc;
 }
 
