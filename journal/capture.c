@@ -56,6 +56,7 @@ struct bbx_scratch *bbx_scratch(void)
 	 * for a key index of 32 or more, i.e. in a program that made 32 keys first.) */
 	if (st == 2)
 		pthread_setspecific(scratch_key, s);
+	bbx_run_defer_tls = &s->defer;
 	scratch_tls = s;
 	return s;
 }
@@ -639,7 +640,7 @@ void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend,
 	}
 	/* A lost RESULT only makes undo more careful (it then checks birth time), so an
 	 * error here does not undo the call that already happened. */
-	if (bbx_run_emit(run, &e, bbx_state_next_seq(run->st)) == 0 && have &&
+	if (bbx_run_emit_later(run, &e, bbx_state_next_seq(run->st)) == 0 && have &&
 	    pend->kind != BBX_KIND_HARDLINK)
 		raise_to(run, &sb, BBX_LVL_CREATED);
 	pend->seq = 0;
@@ -1093,7 +1094,8 @@ int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *con
 	return bbx_cap_exec_env(run, op, exe, argv, NULL, seq); /* procrec.c */
 }
 
-int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err)
+static int result_rec(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err,
+		      int later)
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
@@ -1102,7 +1104,18 @@ int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, 
 	bbx_enc_u64(&e, BBX_T_REF, ref);
 	bbx_enc_i64(&e, BBX_T_RET, ret);
 	bbx_enc_u32(&e, BBX_T_ERR, (uint32_t)(ret < 0 ? err : 0));
-	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+	uint64_t seq = bbx_state_next_seq(run->st);
+	return later ? bbx_run_emit_later(run, &e, seq) : bbx_run_emit(run, &e, seq);
+}
+
+int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err)
+{
+	return result_rec(run, op, ref, ret, err, 0);
+}
+
+int bbx_cap_result_later(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err)
+{
+	return result_rec(run, op, ref, ret, err, 1);
 }
 
 int bbx_cap_note(struct bbx_run *run, const char *op, const char *path, const char *text)

@@ -44,6 +44,7 @@ struct bbx_scratch {
 	unsigned memo_next;
 	uint64_t cwd_epoch; /* cwd holds getcwd()'s answer taken in this epoch */
 	char cwd[PATH_MAX];
+	struct bbx_defer defer; /* RESULTs waiting for the thread's next record (run.h) */
 };
 
 /* The capture's stat calls, and getcwd, answered once per epoch: one capture asks about
@@ -183,6 +184,10 @@ void bbx_cap_outcome(struct bbx_run *run, const char *op, uint64_t seq, long ret
 
 /* A RESULT for any earlier record (exec failure, forensic outcome). */
 int bbx_cap_result(struct bbx_run *run, const char *op, uint64_t ref, long ret, int err);
+/* The same, deferred to the thread's next record (bbx_run_emit_later): the outcome of a
+ * call that already happened, which no mutation waits on. */
+int bbx_cap_result_later(struct bbx_run *run, const char *op, uint64_t ref, long ret,
+			 int err);
 /* A NOTE record with free text. */
 int bbx_cap_note(struct bbx_run *run, const char *op, const char *path, const char *text);
 

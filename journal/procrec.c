@@ -24,7 +24,7 @@ void bbx_cap_outcome(struct bbx_run *run, const char *op, uint64_t seq, long ret
 {
 	if (!seq || (ret >= 0 && !bbx_results_all))
 		return;
-	(void)bbx_cap_result(run, op, seq, ret, err);
+	(void)bbx_cap_result_later(run, op, seq, ret, err);
 }
 
 /* A list field: tag, u32 length, redacted strings back to back.  kind 0: argv (char

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/single_threaded.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -316,14 +317,102 @@ static void prologue_if_pending(struct bbx_run *run)
 		bbx_run_prologue(run);
 }
 
+int bbx_run_defer_on;
+__thread struct bbx_defer *bbx_run_defer_tls __attribute__((tls_model("initial-exec")));
+/* The buffer records were last deferred in (the only thread's, when it happened). */
+static struct bbx_defer *defer_main;
+
+/* Takes d's pending records: their length (0: none), copied to out. */
+static uint32_t defer_take(struct bbx_defer *d, uint8_t *out)
+{
+	uint32_t n = d ? __atomic_exchange_n(&d->len, 0, __ATOMIC_ACQ_REL) : 0;
+	if (n > BBX_DEFER_CAP)
+		return 0; /* never: a torn buffer is dropped, not written */
+	if (n)
+		memcpy(out, d->buf, n);
+	return n;
+}
+
+static int defer_write(struct bbx_run *run, struct bbx_defer *d)
+{
+	uint8_t tmp[BBX_DEFER_CAP];
+	uint32_t n = defer_take(d, tmp);
+	return n ? bbx_writer_append_chained_n(&run->w, run->st, tmp, n, NULL) : 0;
+}
+
+int bbx_run_flush(struct bbx_run *run)
+{
+	int rc = defer_write(run, bbx_run_defer_tls);
+	struct bbx_defer *m = __atomic_load_n(&defer_main, __ATOMIC_ACQUIRE);
+	if (m && m != bbx_run_defer_tls) {
+		int r2 = defer_write(run, m);
+		rc = rc ? rc : r2;
+	}
+	return rc;
+}
+
+/* The thread's pending records, then rec: one write(2) when together they fit in a page
+ * (the usual RESULT and intent: 130-300 bytes each), else two.  A frame of its own: the
+ * common emit (nothing pending: every fork child's EXEC) touches no page more. */
+__attribute__((noinline)) static int emit_after_pending(struct bbx_run *run,
+							struct bbx_defer *d, void *rec,
+							size_t len)
+{
+	uint8_t buf[4096];
+	uint32_t n = defer_take(d, buf);
+	if (n + len <= sizeof buf) {
+		memcpy(buf + n, rec, len);
+		return bbx_writer_append_chained_n(&run->w, run->st, buf, n + len,
+						   &bbx_run_last_pos);
+	}
+	if (n) /* a lost RESULT only makes undo more careful: the record still goes */
+		(void)bbx_writer_append_chained_n(&run->w, run->st, buf, n, NULL);
+	return bbx_writer_append_chained(&run->w, run->st, rec, len, &bbx_run_last_pos);
+}
+
+int bbx_run_emit_later(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
+{
+	struct bbx_defer *d = bbx_run_defer_tls;
+	if (!bbx_run_defer_on || !d || !__libc_single_threaded ||
+	    bbx_run_sync_mode(run) != BBX_SYNC_OFF)
+		return bbx_run_emit(run, e, seq);
+	prologue_if_pending(run);
+	long len = finish_rec(e, seq);
+	if (len < 0)
+		return (int)len;
+	uint32_t have = __atomic_load_n(&d->len, __ATOMIC_ACQUIRE);
+	if (have + (size_t)len > BBX_DEFER_CAP) {
+		int rc = defer_write(run, d);
+		if (rc)
+			return rc;
+		have = 0;
+		if ((size_t)len > BBX_DEFER_CAP)
+			return bbx_writer_append_chained(&run->w, run->st, e->buf, (size_t)len,
+							 NULL);
+	}
+	memcpy(d->buf + have, e->buf, (size_t)len);
+	/* Only a signal handler of this thread can have taken the buffer meanwhile (it
+	 * ran to its end before we went on): then the record starts it afresh. */
+	if (!__atomic_compare_exchange_n(&d->len, &have, have + (uint32_t)len, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		memmove(d->buf, d->buf + have, (size_t)len);
+		__atomic_store_n(&d->len, (uint32_t)len, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&defer_main, d, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 {
 	prologue_if_pending(run);
 	long len = finish_rec(e, seq);
 	if (len < 0)
 		return (int)len;
-	int rc = bbx_writer_append_chained(&run->w, run->st, e->buf, (size_t)len,
-					   &bbx_run_last_pos);
+	struct bbx_defer *d = bbx_run_defer_tls;
+	int rc = d && __atomic_load_n(&d->len, __ATOMIC_ACQUIRE)
+			 ? emit_after_pending(run, d, e->buf, (size_t)len)
+			 : bbx_writer_append_chained(&run->w, run->st, e->buf, (size_t)len,
+						     &bbx_run_last_pos);
 	if (rc == 0)
 		bbx_run_last_seq = seq;
 	if (rc == 0 && bbx_run_sync_mode(run) != BBX_SYNC_OFF &&

@@ -74,6 +74,30 @@ extern void (*bbx_run_prologue)(struct bbx_run *run);
  * (bbx_writer_append_chained).  Returns 0 or -errno. */
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 
+/* Deferred records: the shim's RESULTs (the outcome of a call, written after it) wait in
+ * the thread's buffer and go out with the thread's next record, in the same write(2) -
+ * one write per journaled call instead of two.  Pending records are written at the
+ * latest when the process forks (atfork), execs (its EXEC record), exits (exit()'s
+ * destructors, the shim's _exit and _Exit, syscall(SYS_exit_group)), or when the buffer
+ * fills.  Each is finished (time, ids, seq) when the call returns, so what it says does
+ * not change with the delay; only its place in the file does.  A process killed by a
+ * signal loses its pending RESULTs, which undo tolerates (it then checks the file system
+ * itself) and bbx-log shows as an outcome not recorded.  Only while the process is
+ * single-threaded (glibc's __libc_single_threaded) and [journal] sync is off: otherwise
+ * bbx_run_emit_later is bbx_run_emit.  bbx_run_defer_on is set by the shim (never in
+ * the tools); bbx_run_defer_tls by the thread's scratch (capture.c). */
+#define BBX_DEFER_CAP 1024
+struct bbx_defer {
+	uint32_t len;
+	uint8_t buf[BBX_DEFER_CAP];
+};
+extern int bbx_run_defer_on;
+extern __thread struct bbx_defer *bbx_run_defer_tls __attribute__((tls_model("initial-exec")));
+int bbx_run_emit_later(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
+/* Writes what is pending: this thread's records, and the process's main buffer (another
+ * thread may be the one calling exit).  0 or -errno. */
+int bbx_run_flush(struct bbx_run *run);
+
 /* Records gathered and appended with one write(2) per 64 KiB: bbx-run's FINAL records
  * at the seal (one per path the run touched: 13,000 for an untar of a node_modules).
  * Only for records no mutation waits on: nothing here is made durable ([journal] sync

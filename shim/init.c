@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <spawn.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -242,6 +243,7 @@ static void atfork_prepare(void)
 		BBX_IDX_dup2,	BBX_IDX_dup3,	 BBX_IDX_fcntl,
 	};
 	static int done;
+	bbx_flush_pending(); /* else the parent's and the child's copies would both go */
 	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
 		return;
 	for (size_t i = 0; i < sizeof child_set / sizeof *child_set; i++)
@@ -283,6 +285,27 @@ static void atfork_child(void)
 	bbx_run_ids_forked();
 }
 
+void bbx_flush_pending(void)
+{
+	struct bbx_defer *d = bbx_run_defer_tls;
+	if (!bbx_run_defer_on || bbx_guard || (d && !__atomic_load_n(&d->len, __ATOMIC_ACQUIRE) &&
+						 __libc_single_threaded))
+		return; /* nothing waits (or a capture of this thread is half-way: see run.h) */
+	int saved = errno;
+	bbx_guard = 1;
+	if (__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) == 0)
+		(void)bbx_run_flush(&bbx_run);
+	bbx_guard = 0;
+	errno = saved;
+}
+
+/* exit() and a return from main: the RESULTs still waiting (a process that ends with
+ * _exit goes through its wrapper, proc.c). */
+__attribute__((destructor)) static void bbx_dtor(void)
+{
+	bbx_flush_pending();
+}
+
 void bbx_init(void)
 {
 	int expect = 0;
@@ -299,6 +322,7 @@ void bbx_init(void)
 	choose_run();
 	bbx_env_init();
 	bbx_writer_gen_mode = 1; /* fd.c tells the writer when to re-verify its descriptor */
+	bbx_run_defer_on = 1;	 /* RESULTs go out with the next record (run.h) */
 	pthread_atfork(atfork_prepare, NULL, atfork_child);
 	bbx_run_prologue = bbx_proc_prologue;
 	bbx_guard = g;

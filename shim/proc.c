@@ -11,10 +11,12 @@
  * EXITs by the seq of the EXEC record instead of a pid (glibc does not expose it).
  */
 #include "shim.h"
+#include "journal/sys.h"
 
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -150,4 +152,26 @@ BBX_EXPORT int pclose(FILE *f)
 void bbx_system_exit(uint64_t seq, int status)
 {
 	record_exit("system", 0, seq, status);
+}
+
+/* dash ends every process with _exit (the destructors that write what is held back
+ * never run), as do many fork children.  No record of their own. */
+/* The system call itself, as glibc's _exit makes it: no lookup of the real function
+ * (dlsym) in a vfork child, where dash calls _exit after a failed exec. */
+static _Noreturn void exit_now(int status)
+{
+	for (;;)
+		(void)bbx_sys_raw4(SYS_exit_group, status, 0, 0, 0);
+}
+
+BBX_EXPORT void _exit(int status)
+{
+	bbx_flush_pending();
+	exit_now(status);
+}
+
+BBX_EXPORT void _Exit(int status)
+{
+	bbx_flush_pending();
+	exit_now(status);
 }

@@ -104,6 +104,9 @@ extern __thread unsigned bbx_enter_gen __attribute__((tls_model("initial-exec"))
 
 void bbx_init(void);
 extern int bbx_inited;
+/* Writes the RESULTs this process still holds back (journal/run.h, deferred records):
+ * before fork, at exit, _exit and exit_group.  Nothing when none waits. */
+void bbx_flush_pending(void);
 
 /* PROC (proc.c): bbx_run_proc_pending (journal/run.h) is set when the journal is opened
  * and in a fork child; the process's first record is then preceded by its PROC, written

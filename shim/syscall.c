@@ -31,6 +31,10 @@ BBX_EXPORT long syscall(long nr, ...)
 	if (bbx_guard)
 		return BBX_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	switch (nr) {
+	case SYS_exit_group:
+	case SYS_exit:
+		bbx_flush_pending(); /* then the call itself, below */
+		break;
 	case SYS_io_uring_setup: {
 		int saved;
 		if (bbx_enter(&saved)) {

@@ -356,6 +356,9 @@ cases() {
 	t waitid EXIT+EXEC:execl "a forked shell" "$SH"
 	t pclose EXIT+EXEC:popen "popen's shell" "$SH"
 	t system EXIT+RESULT "the shell's end and status" "$SH"
+	# ---- a process's end without exit(): the RESULTs held back (journal/run.h) go first
+	t _exit CREATE:creat+RESULT:creat "a file created, then _exit" @W/made
+	t _Exit CREATE:creat+RESULT:creat "a file created, then _Exit" @W/made
 	# ---- through symlinks and hard links: undo must restore what the call reached
 	# capture.c records the content pre-image under the symlink's own path, so undo
 	# replaces the symlink by a regular file and leaves its target changed.

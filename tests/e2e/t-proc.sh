@@ -13,7 +13,7 @@
 # each was.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
-plan 25
+plan 30
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -221,5 +221,69 @@ grep -q '"type": "EXEC"' "$T_TMP/recs.ids" && [ -s "$W/dash.pid" ]
 ok $? "... the run recorded them (dash ran)"
 [ "$(grep -c '"argv": \["/bin/true", "dash-child' "$T_TMP/recs.ids")" = 2 ]
 ok $? "... both of dash's vforked children have an EXEC"
+
+# RESULTs held back (journal/run.h): a RESULT goes out with its thread's next record, or
+# at the latest when the process forks, execs or ends (exit, _exit).  Every creation
+# must keep exactly one RESULT, written by the process that made the call, before the
+# fork child's records and before the exec'd program's; a process killed by a signal
+# loses its pending RESULT, and undo still restores the tree without it.
+W5=$(new_ws)
+J5="$T_TMP/j.defer"
+snap "$W5" >"$T_TMP/w5.before"
+(cd "$W5" && bbx-run -q --journal "$J5" -- bash -c 'echo $$ > /dev/null; echo a > d1; ( echo b > d2 ); echo c > d3
+'"$PY"' -c "
+import threading
+open(\"t0\", \"w\").close()
+def w(i): open(\"t%d\" % i, \"w\").close()
+ts = [threading.Thread(target=w, args=(i,)) for i in range(1, 5)]
+[t.start() for t in ts]; [t.join() for t in ts]"
+exec dash -c "echo e > d4; kill -9 \$\$"') >/dev/null 2>&1
+"$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$J5/journal" >"$T_TMP/recs.defer"
+"$PY" - "$T_TMP/recs.defer" "$W5" >"$T_TMP/chk5" 2>&1 <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+ws = sys.argv[2]
+def create(name):
+    c = [r for r in recs if r["type"] == "CREATE" and r.get("path") == ws + "/" + name]
+    assert len(c) == 1, (name, len(c))
+    return c[0]
+def results(c):
+    return [(i, r) for i, r in enumerate(recs) if r["type"] == "RESULT" and r.get("ref") == c["seq"]]
+bad = []
+for n in ("d1", "d2", "d3", "t0", "t1", "t2", "t3", "t4"):
+    c = create(n)
+    res = results(c)
+    if len(res) != 1 or res[0][1]["hpid"] != c["hpid"]:
+        bad.append((n, "results", [(i, r["hpid"]) for i, r in res], c["hpid"]))
+d1, d2 = create("d1"), create("d2")
+(i1, _), = results(d1)
+sub = min(i for i, r in enumerate(recs) if r["hpid"] == d2["hpid"])
+if i1 > sub:
+    bad.append(("d1's RESULT after the fork child's first record", i1, sub))
+(i3, _), = results(create("d3"))
+dash = [i for i, r in enumerate(recs) if r["type"] == "EXEC" and (r.get("argv") or [""])[0] == "dash"]
+if len(dash) != 1 or i3 > dash[0]:
+    bad.append(("d3's RESULT after the EXEC of dash", i3, dash))
+print(bad)
+sys.exit(1 if bad else 0)
+PY
+r=$?
+[ $r -ne 0 ] && sed 's/^/#   /' "$T_TMP/chk5" | head -20 >&2
+ok $r "held-back RESULTs: one per creation, by its own process, before a fork child's records and an exec (bash, subshell, python threads)"
+"$PY" - "$T_TMP/recs.defer" "$W5" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+c = [r for r in recs if r["type"] == "CREATE" and r.get("path") == sys.argv[2] + "/d4"]
+sys.exit(0 if len(c) == 1 and not any(r["type"] == "RESULT" and r.get("ref") == c[0]["seq"] for r in recs) else 1)
+PY
+ok $? "a process killed by SIGKILL after a creation: CREATE journaled, its held-back RESULT lost"
+bbx-log -V "$J5" >/dev/null 2>&1
+ok $? "... the journal verifies (chain, seqs, seal)"
+bbx-undo "$J5" >"$T_TMP/undo5" 2>&1
+r=$?
+[ $r -ne 0 ] && diag_file "$T_TMP/undo5"
+ok $r "... bbx-undo exits 0"
+snap "$W5" >"$T_TMP/w5.after"
+same_snap "$T_TMP/w5.before" "$T_TMP/w5.after" "... the tree is restored, d4 (no RESULT) removed too"
 
 finish
