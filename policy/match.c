@@ -230,6 +230,10 @@ static uint8_t hx_ok[IDX_SECTIONS];
 static uint32_t hx_first_h[IDX_SECTIONS][HX_FIRST];
 static uint16_t hx_first_len[IDX_SECTIONS][HX_FIRST];
 static uint8_t hx_nfirst[IDX_SECTIONS]; /* HX_FIRST + 1: too many to filter on */
+/* The byte after the leading '/' of every root: a path whose second byte is none of them
+ * ("/usr/..." against roots under "/root" and "/home") is under no root, decided before
+ * any hashing (stat under the default policy: 135 -> ~40 instructions in under_any). */
+static uint64_t hx_byte1[IDX_SECTIONS][4];
 
 #define FNV_BASIS 0xcbf29ce484222325ull
 static inline uint64_t fnv_step(uint64_t h, unsigned char c)
@@ -270,12 +274,14 @@ static int hx_add(const struct bbx_pol_hdr *p, int s, uint32_t i)
 			hx_all[s] = (uint16_t)(i + 1);
 		return 0;
 	}
-	if (r->value_len == 0 || r->value_len > 65535)
+	if (r->value_len < 2 || r->value_len > 65535)
 		return -1;
 	uint64_t h = FNV_BASIS;
 	for (uint32_t k = 0; k < r->value_len; k++)
 		h = fnv_step(h, (unsigned char)root[k]);
 	hx_first_add(s, root, r->value_len);
+	unsigned char b1 = (unsigned char)root[1];
+	hx_byte1[s][b1 >> 6] |= 1ull << (b1 & 63);
 	unsigned n = 0;
 	for (unsigned j = hx_home(h);; j = (j + 1) & (HX_SLOTS - 1)) {
 		struct hx_slot *e = &hx[s][j];
@@ -300,6 +306,11 @@ static const struct bbx_pol_rule *hx_under(const struct bbx_pol_hdr *p, int s, c
 	unsigned best = hx_all[s] ? hx_all[s] : 0xffffffffu; /* rule index + 1 */
 	if (path[0] != '/')
 		best = 0xffffffffu; /* "/" is under_any's only for absolute paths */
+	else if (!hx_all[s]) {
+		unsigned char b1 = (unsigned char)path[1];
+		if (!(hx_byte1[s][b1 >> 6] >> (b1 & 63) & 1))
+			return NULL;
+	}
 	uint64_t h = FNV_BASIS;
 	int first = hx_nfirst[s] <= HX_FIRST;
 	for (size_t i = 0;; i++) {

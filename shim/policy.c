@@ -640,11 +640,14 @@ static int has_partial = -1;
 int bbx_read_pre(const char *op, const char *path)
 {
 	const struct bbx_pol_hdr *p = bbx_policy();
-	if (!p || !p->n_deny_read || !path || path[0] != '/' || strstr(path, "/.."))
-		return 0; /* relative and ".." paths: decided after the call, by identity */
+	if (!p || !p->n_deny_read || !path || path[0] != '/')
+		return 0; /* relative paths: decided after the call, by identity */
 	struct bbx_pol_verdict v;
 	bbx_pol_read(p, path, &v);
-	if (v.decision == BBX_DEC_ALLOW)
+	/* With "..", what the words name may not be what the call reaches: decided after
+	 * the call too.  (Looked for only when the words would refuse: most reads are of
+	 * paths no deny_read root starts like, answered at their first word.) */
+	if (v.decision == BBX_DEC_ALLOW || strstr(path, "/.."))
 		return 0;
 	return bbx_pol_report(op, BBX_ACC_READ, path, NULL, NULL, NULL, NULL, &v);
 }
@@ -653,12 +656,12 @@ int bbx_read_pre(const char *op, const char *path)
  * prefix compare is the whole lexical decision. */
 static int canonical(const char *path)
 {
-	if (path[0] != '/')
+	if (path[0] != '/' || strstr(path, "//"))
 		return 0;
-	for (const char *s = path; *s; s++)
-		if (s[0] == '/' && (s[1] == '/' ||
-				    (s[1] == '.' && (!s[2] || s[2] == '/' ||
-						     (s[2] == '.' && (!s[3] || s[3] == '/'))))))
+	/* Each "/." (libc's vectorised search; a byte loop here cost 8 instructions a
+	 * byte, callgrind): a "." or ".." component, not a hidden name like "/.config". */
+	for (const char *s = path; (s = strstr(s, "/.")); s += 2)
+		if (!s[2] || s[2] == '/' || (s[2] == '.' && (!s[3] || s[3] == '/')))
 			return 0;
 	return 1;
 }
