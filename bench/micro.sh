@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bench/micro.sh - bench/micro (ns per call) bare and under bbx-run, alternating, ROUNDS
-# invocations each; per op the median over rounds of each invocation's median batch,
-# the ratio and the shim's cost per call.  The sys: rows are the floor (syscall(2),
-# unseen by the shim) measured bare.  Then posix_spawn of /bin/true, us per start.
+# bench/micro.sh - bench/micro (ns per call) bare, under bbx-run with an empty preloaded
+# library instead of the shim ("layers": bbx-run's seccomp filter and Landlock ruleset
+# alone), and under bbx-run, alternating, ROUNDS invocations each; per op the median over
+# rounds of each invocation's median batch, the ratio to bare, and the cost split into
+# the kernel layers' (layers - bare) and the shim's (bbx - layers).  The sys: rows are
+# the floor (syscall(2), unseen by the shim) measured bare.  Then posix_spawn of
+# /bin/true, us per start.  The layers column needs a C compiler ($CC, default cc).
 # Usage: bench/micro.sh [ROUNDS]   (BENCH_MICRO_ARGS: default "-b 9 -n 20000";
 #                                    BENCH_SPAWN_N: default 2000)
 . "$(dirname "$0")/lib.sh"
@@ -13,9 +16,17 @@ M="$B/bench/micro"
 ARGS=${BENCH_MICRO_ARGS:--b 9 -n 20000}
 SN=${BENCH_SPAWN_N:-2000}
 mkdir -p "$W/d"
+echo 'int bbx_bench_empty;' >"$W/empty.c"
+EMPTY="$W/empty.so"
+${CC:-cc} -shared -fPIC -o "$EMPTY" "$W/empty.c" 2>/dev/null || EMPTY=
 for r in $(seq "$ROUNDS"); do
 	# shellcheck disable=SC2086
 	"$M" $ARGS "$W/d" >>"$W/m.bare"
+	if [ -n "$EMPTY" ]; then
+		rm -rf "$J"
+		# shellcheck disable=SC2086
+		BBX_SHIM=$EMPTY $BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.layers"
+	fi
 	rm -rf "$J"
 	# shellcheck disable=SC2086
 	$BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.bbx"
@@ -25,18 +36,28 @@ for r in $(seq "$ROUNDS"); do
 	$BBX_RUN --journal "$J" -- "$M" -s "$SN" >>"$W/s.bbx"
 	rm -rf "$J"
 done
-echo "micro: $M $ARGS DIR, $ROUNDS rounds alternating bare/bbx; ns per call (median)"
-printf '%-32s %9s %9s %7s %10s\n' op bare_ns bbx_ns ratio shim_ns
+echo "micro: $M $ARGS DIR, $ROUNDS rounds alternating bare/layers/bbx; ns per call (median)"
+printf '%-32s %9s %9s %9s %7s %9s %9s\n' op bare_ns layers_ns bbx_ns ratio layers+ shim+
 awk '$1 == "op" {print $2}' "$W/m.bare" | awk '!s[$0]++' | while read -r op; do
 	awk -v o="$op" '$1 == "op" && $2 == o {print $3}' "$W/m.bare" >"$W/a"
 	case $op in
-	sys:*) printf '%-32s %9.0f %9s %7s %10s\n' "$op" "$(med "$W/a")" - - - ;;
+	sys:*) printf '%-32s %9.0f %9s %9s %7s %9s %9s\n' "$op" "$(med "$W/a")" - - - - - ;;
 	*)
 		awk -v o="$op" '$1 == "op" && $2 == o {print $3}' "$W/m.bbx" >"$W/b"
-		printf '%-32s %9.0f %9.0f %7.2f %10.0f\n' "$op" "$(med "$W/a")" "$(med "$W/b")" \
-			"$(div "$(med "$W/b")" "$(med "$W/a")")" "$(echo "$(med "$W/b") - $(med "$W/a")" | bc)" ;;
+		a=$(med "$W/a") b=$(med "$W/b") l=- ld=- sd=-
+		if [ -n "$EMPTY" ]; then
+			awk -v o="$op" '$1 == "op" && $2 == o {print $3}' "$W/m.layers" >"$W/l"
+			l=$(med "$W/l")
+			ld=$(printf '%.0f' "$(echo "$l - $a" | bc)")
+			sd=$(printf '%.0f' "$(echo "$b - $l" | bc)")
+			l=$(printf '%.0f' "$l")
+		fi
+		printf '%-32s %9.0f %9s %9.0f %7.2f %9s %9s\n' "$op" "$a" "$l" "$b" \
+			"$(div "$b" "$a")" "$ld" "$sd" ;;
 	esac
 done
+[ -n "$EMPTY" ] && echo "layers: bbx-run with an empty preloaded library (its seccomp filter and Landlock" \
+	"ruleset, no shim); layers+ = layers - bare, shim+ = bbx - layers"
 echo "journal of one micro run under bbx: $(med "$W/jk") KiB (median)"
 awk '{print $2}' "$W/s.bare" >"$W/a"
 awk '{print $2}' "$W/s.bbx" >"$W/b"
