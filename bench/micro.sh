@@ -19,7 +19,7 @@ mkdir -p "$W/d"
 echo 'int bbx_bench_empty;' >"$W/empty.c"
 EMPTY="$W/empty.so"
 ${CC:-cc} -shared -fPIC -o "$EMPTY" "$W/empty.c" 2>/dev/null || EMPTY=
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	# shellcheck disable=SC2086
 	"$M" $ARGS "$W/d" >>"$W/m.bare"
 	if [ -n "$EMPTY" ]; then
