@@ -34,7 +34,13 @@ static __thread struct bbx_scratch *scratch_tls __attribute__((tls_model("initia
 static pthread_key_t scratch_key;
 static int scratch_key_state; /* 0 none, 1 being created, 2 ready, 3 unavailable */
 
-static void scratch_free(void *p) { munmap(p, sizeof(struct bbx_scratch)); }
+static void scratch_free(void *p)
+{
+	bbx_run_defer_release(&((struct bbx_scratch *)p)->defer);
+	if (scratch_tls == p)
+		scratch_tls = NULL;
+	munmap(p, sizeof(struct bbx_scratch));
+}
 
 struct bbx_scratch *bbx_scratch(void)
 {

@@ -319,8 +319,10 @@ static void prologue_if_pending(struct bbx_run *run)
 
 int bbx_run_defer_on;
 __thread struct bbx_defer *bbx_run_defer_tls __attribute__((tls_model("initial-exec")));
-/* The buffer records were last deferred in (the only thread's, when it happened). */
+/* The buffer records were last deferred in (the only thread's, when it happened), and
+ * the run they belong to. */
 static struct bbx_defer *defer_main;
+static struct bbx_run *defer_run;
 
 /* Takes d's pending records: their length (0: none), copied to out. */
 static uint32_t defer_take(struct bbx_defer *d, uint8_t *out)
@@ -398,8 +400,21 @@ int bbx_run_emit_later(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 		memmove(d->buf, d->buf + have, (size_t)len);
 		__atomic_store_n(&d->len, (uint32_t)len, __ATOMIC_RELEASE);
 	}
+	__atomic_store_n(&defer_run, run, __ATOMIC_RELEASE);
 	__atomic_store_n(&defer_main, d, __ATOMIC_RELEASE);
 	return 0;
+}
+
+void bbx_run_defer_release(struct bbx_defer *d)
+{
+	struct bbx_run *run = __atomic_load_n(&defer_run, __ATOMIC_ACQUIRE);
+	if (run)
+		(void)defer_write(run, d);
+	struct bbx_defer *expect = d;
+	__atomic_compare_exchange_n(&defer_main, &expect, NULL, 0, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+	if (bbx_run_defer_tls == d)
+		bbx_run_defer_tls = NULL;
 }
 
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)

@@ -97,6 +97,9 @@ int bbx_run_emit_later(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 /* Writes what is pending: this thread's records, and the process's main buffer (another
  * thread may be the one calling exit).  0 or -errno. */
 int bbx_run_flush(struct bbx_run *run);
+/* A thread's buffer going away with its scratch (thread exit, pthread_exit of the main
+ * thread included): what it holds is written first, and nothing points at it any more. */
+void bbx_run_defer_release(struct bbx_defer *d);
 
 /* Records gathered and appended with one write(2) per 64 KiB: bbx-run's FINAL records
  * at the seal (one per path the run touched: 13,000 for an untar of a node_modules).

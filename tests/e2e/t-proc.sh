@@ -13,7 +13,7 @@
 # each was.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
-plan 30
+plan 31
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -281,9 +281,52 @@ bbx-log -V "$J5" >/dev/null 2>&1
 ok $? "... the journal verifies (chain, seqs, seal)"
 bbx-undo "$J5" >"$T_TMP/undo5" 2>&1
 r=$?
-[ $r -ne 0 ] && diag_file "$T_TMP/undo5"
+[ $r -ne 0 ] && sed "s/^/#   /" "$T_TMP/undo5" | head -30 >&2
 ok $r "... bbx-undo exits 0"
 snap "$W5" >"$T_TMP/w5.after"
 same_snap "$T_TMP/w5.before" "$T_TMP/w5.after" "... the tree is restored, d4 (no RESULT) removed too"
+
+# The main thread holds a RESULT back (one thread so far), starts a thread and leaves
+# with pthread_exit, which frees its scratch (the buffer); the other thread creates a
+# file and calls exit.  Both RESULTs must be in the journal (a thread's buffer is written
+# when it goes away, and nothing points at it afterwards).
+cat >"$T_TMP/pexit.c" <<'CEOF'
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void *worker(void *a)
+{
+	(void)a;
+	usleep(100000);
+	int fd = creat("by-worker", 0644);
+	if (fd >= 0)
+		close(fd);
+	exit(0);
+}
+int main(void)
+{
+	int fd = creat("by-main", 0644);
+	if (fd >= 0)
+		close(fd);
+	pthread_t t;
+	if (pthread_create(&t, NULL, worker, NULL))
+		return 2;
+	pthread_exit(NULL);
+}
+CEOF
+if gcc -pthread -o "$T_TMP/pexit" "$T_TMP/pexit.c" 2>"$T_TMP/gcc.err"; then
+	W6=$(new_ws)
+	(cd "$W6" && bbx-run -q --journal "$T_TMP/j.pexit" -- "$T_TMP/pexit") >/dev/null 2>&1
+	bbx-log -r "$T_TMP/j.pexit" >"$T_TMP/pexit.log" 2>&1
+	n=$(grep -cE " RESULT creat $W6/by-(main|worker)( |\$)" "$T_TMP/pexit.log")
+	[ "$n" = 2 ] && [ -e "$W6/by-main" ] && [ -e "$W6/by-worker" ]
+	r=$?
+	[ $r -ne 0 ] && sed "s/^/#   /" "$T_TMP/pexit.log" | head -30 >&2
+	ok $r "held-back RESULT of a main thread that leaves with pthread_exit: written when its scratch goes"
+else
+	sed "s/^/#   /" "$T_TMP/gcc.err" | head -30 >&2
+	skip "gcc not available"
+fi
 
 finish
