@@ -101,10 +101,11 @@ static void check_state_matches(const char *dir, const struct walk *w)
 #define NPROC 6
 #define PER 400
 
-START_TEST(test_concurrent_appends_chain)
+/* NPROC processes each run body(run, k) on the run at dir (0, or their exit status),
+ * then the file must be one clean chain of NPROC * PER records, matching the state's
+ * head, count and end, and pass bbx_verify. */
+static void writers_then_check(const char *dir, int (*body)(struct bbx_run *, int))
 {
-	char dir[PATH_MAX];
-	new_run(dir, sizeof dir, "conc");
 	pid_t kids[NPROC];
 	for (int k = 0; k < NPROC; k++) {
 		kids[k] = fork();
@@ -113,14 +114,9 @@ START_TEST(test_concurrent_appends_chain)
 			struct bbx_run run;
 			if (bbx_run_open(&run, dir))
 				_exit(2);
-			char text[64];
-			for (int i = 0; i < PER; i++) {
-				snprintf(text, sizeof text, "proc %d note %d", k, i);
-				if (emit_note(&run, text))
-					_exit(3);
-			}
+			int rc = body(&run, k);
 			bbx_run_close(&run);
-			_exit(0);
+			_exit(rc);
 		}
 	}
 	for (int k = 0; k < NPROC; k++) {
@@ -135,7 +131,56 @@ START_TEST(test_concurrent_appends_chain)
 	check_state_matches(dir, &w);
 	ck_assert_int_eq(verify_quiet(dir), 0);
 }
+
+static int notes_one_by_one(struct bbx_run *run, int k)
+{
+	char text[64];
+	for (int i = 0; i < PER; i++) {
+		snprintf(text, sizeof text, "proc %d note %d", k, i);
+		if (emit_note(run, text))
+			return 3;
+	}
+	return 0;
+}
+
+START_TEST(test_concurrent_appends_chain)
+{
+	char dir[PATH_MAX];
+	new_run(dir, sizeof dir, "conc");
+	writers_then_check(dir, notes_one_by_one);
+}
 END_TEST
+
+/* Even-numbered writers batch their notes (~200 bytes each: 400 fill three batches),
+ * odd ones append them one at a time. */
+static int notes_batched_or_not(struct bbx_run *run, int k)
+{
+	struct bbx_run_batch *b = malloc(sizeof *b);
+	if (!b)
+		return 4;
+	b->len = 0;
+	char text[256];
+	int rc = 0;
+	for (int i = 0; !rc && i < PER; i++) {
+		snprintf(text, sizeof text, "proc %d note %d %0120d", k, i, 0);
+		if (k % 2) {
+			rc = emit_note(run, text);
+		} else {
+			uint8_t buf[512];
+			struct bbx_enc e;
+			bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_NOTE);
+			bbx_enc_str(&e, BBX_T_OP, "unit");
+			bbx_enc_str(&e, BBX_T_TEXT, text);
+			rc = bbx_run_batch_add(run, b, &e, bbx_state_next_seq(run->st));
+		}
+	}
+	if (rc)
+		rc = 3;
+	else if (bbx_run_batch_flush(run, b) || b->len)
+		rc = 5;
+	free(b);
+	return rc;
+}
 
 /* Batches (bbx_run_batch_add/flush: the seal's FINAL records, one write(2) per 64 KiB)
  * from some processes while others append one record at a time: every record of every
@@ -145,54 +190,7 @@ START_TEST(test_batches_chain_with_singles)
 {
 	char dir[PATH_MAX];
 	new_run(dir, sizeof dir, "batch");
-	pid_t kids[NPROC];
-	for (int k = 0; k < NPROC; k++) {
-		kids[k] = fork();
-		ck_assert_int_ge(kids[k], 0);
-		if (kids[k] == 0) {
-			struct bbx_run run;
-			if (bbx_run_open(&run, dir))
-				_exit(2);
-			struct bbx_run_batch *b = malloc(sizeof *b);
-			if (!b)
-				_exit(4);
-			b->len = 0;
-			char text[256];
-			for (int i = 0; i < PER; i++) {
-				/* ~200 bytes a record: 400 fill three batches */
-				snprintf(text, sizeof text, "proc %d note %d %0120d", k, i, 0);
-				int rc;
-				if (k % 2) {
-					rc = emit_note(&run, text);
-				} else {
-					uint8_t buf[512];
-					struct bbx_enc e;
-					bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_NOTE);
-					bbx_enc_str(&e, BBX_T_OP, "unit");
-					bbx_enc_str(&e, BBX_T_TEXT, text);
-					rc = bbx_run_batch_add(&run, b, &e, bbx_state_next_seq(run.st));
-				}
-				if (rc)
-					_exit(3);
-			}
-			if (bbx_run_batch_flush(&run, b) || b->len)
-				_exit(5);
-			free(b);
-			bbx_run_close(&run);
-			_exit(0);
-		}
-	}
-	for (int k = 0; k < NPROC; k++) {
-		int st;
-		ck_assert_int_eq(waitpid(kids[k], &st, 0), kids[k]);
-		ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	}
-	struct walk w = walk_chain(dir);
-	ck_assert_uint_eq(w.n, NPROC * PER);
-	ck_assert_uint_eq(w.bad_chain, 0);
-	ck_assert_uint_eq(w.torn_bytes, 0);
-	check_state_matches(dir, &w);
-	ck_assert_int_eq(verify_quiet(dir), 0);
+	writers_then_check(dir, notes_batched_or_not);
 }
 END_TEST
 
