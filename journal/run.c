@@ -319,8 +319,10 @@ static void prologue_if_pending(struct bbx_run *run)
 
 int bbx_run_defer_on;
 __thread struct bbx_defer *bbx_run_defer_tls __attribute__((tls_model("initial-exec")));
-/* The buffer records were last deferred in (the only thread's, when it happened), and
- * the run they belong to. */
+/* The buffer records were last deferred in, and the run they belong to.  Records are
+ * deferred only while the process has a single thread, which never changes back once a
+ * second one started (glibc), and a fork's parent writes its buffer first: this is the
+ * one buffer that can hold anything. */
 static struct bbx_defer *defer_main;
 static struct bbx_run *defer_run;
 
@@ -342,15 +344,15 @@ static int defer_write(struct bbx_run *run, struct bbx_defer *d)
 	return n ? bbx_writer_append_chained_n(&run->w, run->st, tmp, n, NULL) : 0;
 }
 
+int bbx_run_deferred(void)
+{
+	struct bbx_defer *m = __atomic_load_n(&defer_main, __ATOMIC_ACQUIRE);
+	return m && __atomic_load_n(&m->len, __ATOMIC_ACQUIRE);
+}
+
 int bbx_run_flush(struct bbx_run *run)
 {
-	int rc = defer_write(run, bbx_run_defer_tls);
-	struct bbx_defer *m = __atomic_load_n(&defer_main, __ATOMIC_ACQUIRE);
-	if (m && m != bbx_run_defer_tls) {
-		int r2 = defer_write(run, m);
-		rc = rc ? rc : r2;
-	}
-	return rc;
+	return defer_write(run, __atomic_load_n(&defer_main, __ATOMIC_ACQUIRE));
 }
 
 /* The thread's pending records, then rec: one write(2) when together they fit in a page
@@ -423,7 +425,7 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 	long len = finish_rec(e, seq);
 	if (len < 0)
 		return (int)len;
-	struct bbx_defer *d = bbx_run_defer_tls;
+	struct bbx_defer *d = __atomic_load_n(&defer_main, __ATOMIC_ACQUIRE);
 	int rc = d && __atomic_load_n(&d->len, __ATOMIC_ACQUIRE)
 			 ? emit_after_pending(run, d, e->buf, (size_t)len)
 			 : bbx_writer_append_chained(&run->w, run->st, e->buf, (size_t)len,

@@ -94,8 +94,9 @@ struct bbx_defer {
 extern int bbx_run_defer_on;
 extern __thread struct bbx_defer *bbx_run_defer_tls __attribute__((tls_model("initial-exec")));
 int bbx_run_emit_later(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
-/* Writes what is pending: this thread's records, and the process's main buffer (another
- * thread may be the one calling exit).  0 or -errno. */
+/* Whether anything is held back, and writing it now (from any thread: another one may
+ * be the one calling exit).  bbx_run_flush returns 0 or -errno. */
+int bbx_run_deferred(void);
 int bbx_run_flush(struct bbx_run *run);
 /* A thread's buffer going away with its scratch (thread exit, pthread_exit of the main
  * thread included): what it holds is written first, and nothing points at it any more. */

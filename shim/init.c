@@ -18,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <spawn.h>
-#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -287,9 +286,7 @@ static void atfork_child(void)
 
 void bbx_flush_pending(void)
 {
-	struct bbx_defer *d = bbx_run_defer_tls;
-	if (!bbx_run_defer_on || bbx_guard || (d && !__atomic_load_n(&d->len, __ATOMIC_ACQUIRE) &&
-						 __libc_single_threaded))
+	if (!bbx_run_defer_on || bbx_guard || !bbx_run_deferred())
 		return; /* nothing waits (or a capture of this thread is half-way: see run.h) */
 	int saved = errno;
 	bbx_guard = 1;

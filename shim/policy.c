@@ -423,7 +423,7 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	if (BBX_REAL(syscall)(SYS_fstat, fd, &pb) == 0)
 		/* follow 2: also the kernel's own name for it, in this epoch (the words
 		 * were opened without a symlink on the way): a second name in the same
-		 * directory (rename, link) needs no resolving (parent_known). */
+		 * directory (rename, link) needs no resolving (parent_resolved). */
 		bbx_stat_memo_put(out, strcmp(out, tmp) ? 1 : 2, 0, 0, &pb);
 	if (ol > 1)
 		out[ol++] = '/';
@@ -521,31 +521,23 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp, in
 __thread int bbx_pol_fd __attribute__((tls_model("initial-exec"))) = -1;
 __thread int bbx_pol_hold __attribute__((tls_model("initial-exec")));
 
-/* Is path's directory part the working directory as getcwd named it in this call
- * (bbx_path_cwd's memo: the kernel's own name, nothing to resolve)?  "x", "./x" and
- * both names of a rename within the working directory. */
-static int parent_is_cwd(const char *path)
+/* Is path's directory part already the kernel's own name for it in this call, so that
+ * nothing is left to resolve?  Either the working directory as getcwd named it
+ * (bbx_path_cwd's memo: "x", "./x", both names of a rename there), or a directory this
+ * call opened by exactly these words without a symlink on the way (resolve_parent_first,
+ * memo follow 2: the second name of a rename or link in one directory - sed -i, git's
+ * lock files and objects).  Only for a path ending in a real name. */
+static int parent_resolved(const char *path)
 {
-	struct bbx_scratch *s = bbx_scratch();
-	if (!bbx_stat_epoch || s->cwd_epoch != bbx_stat_epoch)
-		return 0;
 	const char *slash = strrchr(path, '/');
 	if (!slash || !slash[1] || !strcmp(slash + 1, ".") || !strcmp(slash + 1, ".."))
 		return 0;
 	size_t dl = slash == path ? 1 : (size_t)(slash - path);
-	return strlen(s->cwd) == dl && !strncmp(path, s->cwd, dl);
-}
-
-/* Is path's directory part one this call already opened by its words without a symlink
- * on the way (resolve_parent_first, memo follow 2)?  The second name of a rename or link
- * in the same directory, the common case (sed -i, git's lock files and objects). */
-static int parent_known(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	if (!slash || slash == path || !slash[1] || !strcmp(slash + 1, ".") ||
-	    !strcmp(slash + 1, ".."))
-		return 0;
-	return bbx_stat_memo_kname(path, (size_t)(slash - path));
+	struct bbx_scratch *s = bbx_scratch();
+	if (bbx_stat_epoch && s->cwd_epoch == bbx_stat_epoch && strlen(s->cwd) == dl &&
+	    !strncmp(path, s->cwd, dl))
+		return 1;
+	return bbx_stat_memo_kname(path, dl);
 }
 
 static int write_hook(const char *op, const char *path, int fd, int follow)
@@ -556,7 +548,7 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 	struct bbx_scratch *s = bbx_scratch();
 	char *res = s->lnk;
 	if (path && !follow &&
-	    (path == bbx_path_parent_real || parent_is_cwd(path) || parent_known(path)) &&
+	    (path == bbx_path_parent_real || parent_resolved(path)) &&
 	    strlen(path) < PATH_MAX) {
 		/* Its directory is already the kernel's name (bbx_path_abs): nothing to
 		 * resolve, and the call acts on the name itself. */

@@ -154,8 +154,6 @@ void bbx_system_exit(uint64_t seq, int status)
 	record_exit("system", 0, seq, status);
 }
 
-/* dash ends every process with _exit (the destructors that write what is held back
- * never run), as do many fork children.  No record of their own. */
 /* The system call itself, as glibc's _exit makes it: no lookup of the real function
  * (dlsym) in a vfork child, where dash calls _exit after a failed exec. */
 static _Noreturn void exit_now(int status)
@@ -164,6 +162,8 @@ static _Noreturn void exit_now(int status)
 		(void)bbx_sys_raw4(SYS_exit_group, status, 0, 0, 0);
 }
 
+/* dash ends every process with _exit (the destructors that write what is held back
+ * never run), as do many fork children.  No record of their own. */
 BBX_EXPORT void _exit(int status)
 {
 	bbx_flush_pending();
