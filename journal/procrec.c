@@ -85,9 +85,16 @@ static void build_exec(struct bbx_enc *e, const struct job *j, int type)
 	bbx_enc_str(e, BBX_T_OP, j->op);
 	if (j->exe)
 		bbx_enc_str(e, BBX_T_EXE, j->exe);
-	char cwd[PATH_MAX];
-	if (bbx_sys_raw4(SYS_getcwd, (long)cwd, (long)sizeof cwd, 0, 0) > 0)
-		bbx_enc_str(e, BBX_T_CWD, cwd);
+	/* The working directory straight into the record: a PATH_MAX array here would take
+	 * a fork child's exec a stack page deeper, one more page fault (issue 5).  Too
+	 * little room left: grow the record (ERANGE), as for any other field. */
+	size_t room;
+	uint8_t *cwd = bbx_enc_room(e, &room);
+	long n = cwd ? bbx_sys_raw4(SYS_getcwd, (long)cwd, (long)room, 0, 0) : -ERANGE;
+	if (n > 0)
+		bbx_enc_commit(e, BBX_T_CWD, (size_t)n);
+	else if (n == -ERANGE && (!cwd || room < PATH_MAX) && !e->err)
+		e->err = -ENAMETOOLONG;
 	(void)type;
 	if (j->cmdline)
 		enc_list(e, BBX_T_ARGV, 2, j->cmdline, j->cmdline_len);

@@ -132,6 +132,21 @@ void bbx_enc_bytes(struct bbx_enc *e, int tag, const void *p, size_t n)
 	e->len += 6 + n;
 }
 
+uint8_t *bbx_enc_room(struct bbx_enc *e, size_t *room)
+{
+	if (e->err || e->len + 6 + BBX_REC_TRAILER_LEN >= e->cap)
+		return NULL;
+	*room = e->cap - e->len - 6 - BBX_REC_TRAILER_LEN;
+	return e->buf + e->len + 6;
+}
+
+void bbx_enc_commit(struct bbx_enc *e, int tag, size_t n)
+{
+	put16(e->buf + e->len, (uint16_t)tag);
+	put32(e->buf + e->len + 2, (uint32_t)n);
+	e->len += 6 + n;
+}
+
 void bbx_enc_str(struct bbx_enc *e, int tag, const char *s)
 {
 	if (s)

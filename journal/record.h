@@ -165,6 +165,12 @@ struct bbx_enc {
 void bbx_enc_begin(struct bbx_enc *e, void *buf, size_t cap, int type);
 void bbx_enc_bytes(struct bbx_enc *e, int tag, const void *p, size_t n);
 void bbx_enc_str(struct bbx_enc *e, int tag, const char *s); /* stores the NUL too */
+/* A value made in place, with no buffer of the caller's: bbx_enc_room gives where its
+ * bytes go and *room, how many fit (NULL: none, or an error already); bbx_enc_commit then
+ * encodes the n bytes written there (n <= *room) as one field of the tag.  Nothing else
+ * may be encoded in between. */
+uint8_t *bbx_enc_room(struct bbx_enc *e, size_t *room);
+void bbx_enc_commit(struct bbx_enc *e, int tag, size_t n);
 void bbx_enc_u32(struct bbx_enc *e, int tag, uint32_t v);
 void bbx_enc_u64(struct bbx_enc *e, int tag, uint64_t v);
 void bbx_enc_i64(struct bbx_enc *e, int tag, int64_t v);

@@ -2,11 +2,27 @@
  * sys.c - the default OS call table (see sys.h). */
 #include "sys.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+/* write(2) by the instruction: the record of a fork child's exec is written before the
+ * exec, and libc's write would be one more page of libc's text for that child to fault
+ * in (issue 5, spawn cost).  Not a cancellation point, unlike libc's: a record is not
+ * left half-written by pthread_cancel. */
+static ssize_t raw_write(int fd, const void *buf, size_t len)
+{
+	long r = bbx_sys_raw4(SYS_write, fd, (long)buf, (long)len, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
 struct bbx_sys bbx_sys = {
-	.write = write,
+	.write = raw_write,
 	.copy_file_range = copy_file_range,
 	.linkat = linkat,
 	.fdatasync = fdatasync,

@@ -5,8 +5,9 @@
  * Every write of a record and every byte of a pre-image goes through this table, so a
  * test can make the Nth call fail with a chosen errno (SQLite's aSyscall[] idea) and
  * prove invariant 2 (fail closed): the mutation is refused, nothing is half-recorded.
- * The functions are the raw libc ones; the shim never wraps write/pwrite/read, and
- * the mutating ones it does wrap are reached here only under its re-entry guard.
+ * The functions are the raw libc ones (write: the system call itself, sys.c); the shim
+ * never wraps write/pwrite/read, and the mutating ones it does wrap are reached here
+ * only under its re-entry guard.
  */
 #ifndef BBX_SYS_H
 #define BBX_SYS_H

@@ -222,10 +222,13 @@ int bbx_writer_append_chained_n(struct bbx_writer *w, struct bbx_state *st, void
 	/* Bounded wait: a holder that can never release it (a vfork child killed in the
 	 * window shares its parent's robust list, which the kernel does not walk) must not
 	 * hang the run; the mutation is refused instead (fail closed, invariant 2). */
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += BBX_WRITER_LOCK_TIMEOUT;
-	int e = pthread_mutex_clocklock(mu, CLOCK_MONOTONIC, &dl);
+	int e = pthread_mutex_trylock(mu);
+	if (e == EBUSY) { /* the deadline only when there is a wait (no clock read else) */
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += BBX_WRITER_LOCK_TIMEOUT;
+		e = pthread_mutex_clocklock(mu, CLOCK_MONOTONIC, &dl);
+	}
 	if (e == EOWNERDEAD) {
 		chain_recover(w, st);
 		pthread_mutex_consistent(mu);

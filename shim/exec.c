@@ -26,34 +26,69 @@
 
 extern char **environ;
 
+/* strchr(s, '/'), by hand: libc's strchr is a page of its own that a fork child on its
+ * way to exec would otherwise fault in for this alone (issue 5, spawn cost). */
+static int has_slash(const char *s)
+{
+	for (; *s; s++)
+		if (*s == '/')
+			return 1;
+	return 0;
+}
+
+static const char *last_slash(const char *s)
+{
+	const char *r = NULL;
+	for (; *s; s++)
+		if (*s == '/')
+			r = s;
+	return r;
+}
+
 /* ---- policy (bbx-policy(5), [exec] and deny_read) ---------------------------------- */
 
-/* The file an exec of exe will run: exe itself when it has a '/', else the first
- * executable match on $PATH (execvp's search).  0 or -errno. */
-static int find_program(const char *exe, char *out, size_t cap)
+/* Room for the name of the file an exec of exe will run: none when exe names it itself
+ * (it has a '/'), else the longest directory of $PATH, a '/', exe and its NUL (at most
+ * PATH_MAX).  Sized to what is needed, not PATH_MAX always: this buffer is on the stack
+ * of a fork child on its way to exec, and every stack page it reaches below its parent's
+ * is one more page fault (issue 5, spawn cost). */
+static size_t program_room(const char *exe, const char **pathp)
 {
-	if (strchr(exe, '/')) {
-		/* Not snprintf: in a fork child every libc page the exec path touches is a
-		 * page fault (vfprintf is several). */
-		size_t l = strlen(exe);
-		if (l >= cap)
-			return -ENAMETOOLONG;
-		memcpy(out, exe, l + 1);
-		return 0;
-	}
+	*pathp = NULL;
+	if (has_slash(exe))
+		return 1;
 	const char *path = getenv("PATH");
 	if (!path || !*path)
 		path = "/bin:/usr/bin";
+	*pathp = path;
+	size_t longest = 0, el = strlen(exe);
 	for (const char *d = path;; d++) {
 		const char *e = strchrnul(d, ':');
-		int n = snprintf(out, cap, "%.*s%s%s", (int)(e - d), d, e == d ? "" : "/", exe);
-		if (n > 0 && (size_t)n < cap && access(out, X_OK) == 0)
-			return 0;
+		if ((size_t)(e - d) > longest)
+			longest = (size_t)(e - d);
 		if (!*e)
 			break;
 		d = e;
 	}
-	return -ENOENT;
+	return longest + el + 2 < PATH_MAX ? longest + el + 2 : PATH_MAX;
+}
+
+/* The file an exec of exe will run: exe itself when it has a '/', else the first
+ * executable match on path (execvp's search), made in out.  NULL if there is none. */
+static const char *find_program(const char *exe, const char *path, char *out, size_t cap)
+{
+	if (!path)
+		return exe;
+	for (const char *d = path;; d++) {
+		const char *e = strchrnul(d, ':');
+		int n = snprintf(out, cap, "%.*s%s%s", (int)(e - d), d, e == d ? "" : "/", exe);
+		if (n > 0 && (size_t)n < cap && access(out, X_OK) == 0)
+			return out;
+		if (!*e)
+			break;
+		d = e;
+	}
+	return NULL;
 }
 
 static const char *const why_text[] = {
@@ -160,8 +195,8 @@ static void join(char *const argv[], size_t from, char *out, size_t cap, int bas
 	size_t n = 0;
 	for (size_t i = from; argv && argv[i] && n + 1 < cap; i++) {
 		const char *a = argv[i];
-		if (i == from && base0 && strrchr(a, '/'))
-			a = strrchr(a, '/') + 1;
+		if (i == from && base0 && last_slash(a))
+			a = last_slash(a) + 1;
 		if (i > from)
 			out[n++] = ' ';
 		size_t l = strnlen(a, cap - n - 1);
@@ -171,25 +206,50 @@ static void join(char *const argv[], size_t from, char *out, size_t cap, int bas
 	out[n] = 0;
 }
 
-/* exec_policy's parts with buffers of their own, each a frame of its own: a fork child
- * on its way to exec then runs the policy and the record 8 KiB less deep on the stack,
- * which its parent's pages copy-on-write (issue 5).  Each returns 1 when the decision
- * is made (*rc: 0 or -errno), else 0. */
+/* The room join(argv, 0, ...) needs, at most 4096 (the rules see the first 4 KiB). */
+static size_t join_room(char *const argv[])
+{
+	size_t n = 1;
+	for (size_t i = 0; argv[i] && n < 4096; i++)
+		n += strlen(argv[i]) + 1;
+	return n < 4096 ? n : 4096;
+}
 
-/* deny_read on the program file: by its absolute name, then by identity (sb). */
-__attribute__((noinline)) static int exec_deny_read(const struct bbx_pol_hdr *p, const char *op,
+/* exec_policy's parts with buffers of their own, each a frame of its own and each
+ * buffer of the size its contents need, not PATH_MAX: a fork child on its way to exec
+ * runs the policy and the record on the stack pages its parent's frames had written
+ * (copy-on-write), and every page reached below those is one more page fault (issue
+ * 5).  Each returns 1 when the decision is made (*rc: 0 or -errno), else 0. */
+
+/* deny_read on the program file by its absolute name, made in room bytes: the name's
+ * own length for an absolute name (bbx_path_abs then drops "." and empty components;
+ * if the kernel's help makes it longer, again with PATH_MAX). */
+__attribute__((noinline)) static int exec_deny_name(const struct bbx_pol_hdr *p, const char *op,
 						    const char *file, char *const argv[],
-						    struct stat *sb, int *have_sb, int *rc)
+						    size_t room, int *rc)
 {
 	struct bbx_pol_verdict v;
-	char abs[PATH_MAX];
-	if (!bbx_path_abs(AT_FDCWD, file, abs, sizeof abs)) {
-		bbx_pol_read(p, abs, &v);
-		if (v.decision != BBX_DEC_ALLOW) {
-			*rc = bbx_pol_report(op, BBX_ACC_EXEC, abs, NULL, NULL, NULL, argv, &v);
-			return 1;
-		}
-	}
+	char abs[room];
+	int r = bbx_path_abs(AT_FDCWD, file, abs, room);
+	if (r == -ENAMETOOLONG && room < PATH_MAX)
+		return exec_deny_name(p, op, file, argv, PATH_MAX, rc);
+	if (r)
+		return 0;
+	bbx_pol_read(p, abs, &v);
+	if (v.decision == BBX_DEC_ALLOW)
+		return 0;
+	*rc = bbx_pol_report(op, BBX_ACC_EXEC, abs, NULL, NULL, NULL, argv, &v);
+	return 1;
+}
+
+/* deny_read on the program file: by its absolute name, then by identity (sb). */
+static int exec_deny_read(const struct bbx_pol_hdr *p, const char *op, const char *file,
+			  char *const argv[], struct stat *sb, int *have_sb, int *rc)
+{
+	size_t room = file[0] == '/' ? strlen(file) + 2 : PATH_MAX;
+	if (exec_deny_name(p, op, file, argv, room < PATH_MAX ? room : PATH_MAX, rc))
+		return 1;
+	struct bbx_pol_verdict v;
 	*have_sb = bbx_sys_fstatat(AT_FDCWD, file, sb, 0) == 0;
 	if (*have_sb && bbx_pol_read_inode(p, sb->st_dev, sb->st_ino, &v)) {
 		*rc = bbx_pol_report(op, BBX_ACC_EXEC, file, NULL, NULL, NULL, argv, &v);
@@ -204,13 +264,13 @@ __attribute__((noinline)) static int exec_rules(const struct bbx_pol_hdr *p, con
 						char *const argv[], int *rc)
 {
 	struct bbx_pol_verdict v;
-	char cmd[4096];
+	char cmd[join_room(argv)];
 	const char *forms = "gbs"; /* given, basename, shell script */
 	for (const char *f = forms; *f; f++) {
-		if (*f == 'b' && !strchr(argv[0], '/'))
+		if (*f == 'b' && !has_slash(argv[0]))
 			continue;
 		if (*f == 's') {
-			const char *b = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+			const char *b = last_slash(argv[0]) ? last_slash(argv[0]) + 1 : argv[0];
 			if (!argv[1] || !argv[2] || strcmp(argv[1], "-c") ||
 			    (strcmp(b, "sh") && strcmp(b, "bash") && strcmp(b, "dash") &&
 			     strcmp(b, "zsh")))
@@ -239,16 +299,17 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 	if (!p || !exe)
 		return 0;
 	struct bbx_pol_verdict v;
-	char file[PATH_MAX];
-	int have = find_program(exe, file, sizeof file) == 0;
+	const char *path;
+	char buf[program_room(exe, &path)];
+	const char *file = find_program(exe, path, buf, sizeof buf);
 	struct stat sb;
 	int have_sb = 0;
 	int rc = 0;
-	if (have && p->n_deny_read && exec_deny_read(p, op, file, argv, &sb, &have_sb, &rc))
+	if (file && p->n_deny_read && exec_deny_read(p, op, file, argv, &sb, &have_sb, &rc))
 		return rc;
 	if (p->n_exec && argv && argv[0] && exec_rules(p, op, argv, &rc))
 		return rc;
-	if (have && p->static_action != BBX_ACT_ALLOW) {
+	if (file && p->static_action != BBX_ACT_ALLOW) {
 		const char *why = unenterable(file, have_sb ? &sb : NULL);
 		if (why) {
 			const struct bbx_pol_rule r = {.loc = p->static_loc};
@@ -317,14 +378,19 @@ static void record_success(const char *op, long seq, long ret)
 	}
 }
 
-/* The new program's environment: its pointers and the strings made for it share one
- * variable-length array, allocated here, after the EXEC record.  A fixed array would be
- * part of the wrapper's frame from its entry, and the policy and the record would then
- * run 8 KiB deeper: two more stack pages that a fork child must copy (issue 5). */
+/* The new program's environment.  One that already keeps the program journaled (the
+ * usual case: a shell passes on the environment bbx-run gave it) is passed as it is.
+ * Otherwise its pointers and the strings made for it share one variable-length array,
+ * allocated here, after the EXEC record: a fixed array would be part of the wrapper's
+ * frame from its entry, and the policy and the record would run 8 KiB deeper.  Each
+ * stack page a fork child reaches below its parent's frames is one more page fault
+ * (issue 5, spawn cost). */
 #define ENV_ON_STACK(envp, name)                                                            \
-	size_t name##_n = bbx_env_count(envp) + BBX_ENV_EXTRA + 1;                          \
-	char *name##_v[name##_n + BBX_ENV_SCRATCH / sizeof(char *)];                        \
-	char **name = bbx_env_build((envp), name##_v, (char *)(name##_v + name##_n))
+	int name##_as_is = bbx_env_complete(envp);                                          \
+	size_t name##_n = name##_as_is ? 1 : bbx_env_count(envp) + BBX_ENV_EXTRA + 1;       \
+	char *name##_v[name##_as_is ? 1 : name##_n + BBX_ENV_SCRATCH / sizeof(char *)];     \
+	char **name = name##_as_is ? (char **)(envp)                                        \
+				   : bbx_env_build((envp), name##_v, (char *)(name##_v + name##_n))
 
 BBX_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {

@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 72
+plan 73
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -158,6 +158,18 @@ run "$ENFORCE" cat "$T_TMP/hardlink"
 [ $? -ne 0 ] && ! grep -q "$SECRET" "$T_TMP/o"; ok $? "cat of a hard link to a deny_read file (made before the run): refused by identity"
 run "$ENFORCE" tar cf - -C "$FAKEHOME" .ssh
 ! grep -aq "$SECRET" "$T_TMP/o"; ok $? "tar of the deny_read directory: secret not in the archive"
+# A program inside deny_read is not run, by any name: absolute, through "..", relative, a
+# name found on $PATH by execvp (env), and a /proc name the kernel resolves to a longer
+# one (exec.c sizes its buffer for the name given and must retry with PATH_MAX).
+printf '#!/bin/sh\necho RAN-%s\n' "$SECRET" >"$FAKEHOME/.ssh/tool"
+chmod +x "$FAKEHOME/.ssh/tool"
+REL=$(python3 -c "import os,sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))" "$FAKEHOME/.ssh/tool" "$W")
+run "$ENFORCE" sh -c "$FAKEHOME/.ssh/tool; $FAKEHOME/.ssh/../.ssh/tool; $REL; PATH=$FAKEHOME/.ssh:/usr/bin:/bin env tool; cd $FAKEHOME && /proc/self/cwd/.ssh/tool; echo done"
+n=$(bbx-log --json "$J" | python3 -c '
+import json, sys
+print(sum(1 for l in sys.stdin for r in [json.loads(l)]
+          if r.get("type") == "DENY" and r.get("op", "").startswith("exec") and r.get("path") == sys.argv[1]))' "$FAKEHOME/.ssh/tool")
+! grep -q "RAN-" "$T_TMP/o" && grep -q '^done$' "$T_TMP/o" && [ "$n" -eq 5 ]; okv "exec of a program under deny_read by 5 names (absolute, .., relative, execvp on \$PATH, /proc/self/cwd): each refused, its DENY naming the file's real path ($n of 5)"
 
 # ---- exec rules ---------------------------------------------------------------------------
 run "$ENFORCE" sh -c "touch $W/forbidden-marker; echo rc=\$?"
