@@ -632,13 +632,16 @@ size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 		n = bbx_redact_env(s, room ? out + len : NULL, room);
 		/* Clean: the output is the entry itself, whole (not cut short by the room). */
 		if (pair && n == sl && n + 1 <= room && !memcmp(out + len, s, n)) {
-			uint64_t empty = 0;
-			if (!__atomic_compare_exchange_n(&pair[0], &empty, h, false, __ATOMIC_RELAXED,
-							 __ATOMIC_RELAXED) &&
-			    empty != h) {
-				empty = 0;
-				__atomic_compare_exchange_n(&pair[1], &empty, h, false,
-							    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+			/* Looked at before any compare-and-swap: a locked cmpxchg writes even
+			 * when it fails, and a full pair would then cost every fork child a
+			 * write fault on the shared page (issue 5). */
+			for (int k = 0; k < 2; k++) {
+				uint64_t empty = 0;
+				if (__atomic_load_n(&pair[k], __ATOMIC_RELAXED) == 0 &&
+				    (__atomic_compare_exchange_n(&pair[k], &empty, h, false,
+								 __ATOMIC_RELAXED, __ATOMIC_RELAXED) ||
+				     empty == h))
+					break;
 			}
 		}
 next:

@@ -26,15 +26,34 @@ size_t bbx_state_lock_off(uint32_t nslots)
 
 #define LOCK_SPAN ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63)
 
-#define PROGS_SPAN ((BBX_STATE_PROGS * sizeof(struct bbx_state_prog) + 63) & ~(size_t)63)
-#define CLEAN_SPAN ((BBX_STATE_CLEAN * sizeof(uint64_t) + 63) & ~(size_t)63)
+#define SPAN(n, size) (((n) * (size) + 63) & ~(size_t)63)
+#define PROGS_SPAN_V4 SPAN(BBX_STATE_PROGS_V4, sizeof(struct bbx_state_prog))
+#define CLEAN_SPAN_V4 SPAN(BBX_STATE_CLEAN_V4, sizeof(uint64_t))
+
+/* Version 5: the head page.  Everything an exec's record touches besides the slots (the
+ * sequence counter, the journal lock, the program table, the clean table) in the
+ * file's first page, and the slots after it: a fork child faults in each page of this
+ * shared mapping that it touches, and it touched three (issue 5, spawn cost). */
+#define HEAD_LOCK_OFF ((sizeof(struct bbx_state) + 63) & ~(size_t)63)
+#define HEAD_PROGS_OFF (HEAD_LOCK_OFF + 2 * LOCK_SPAN)
+#define HEAD_CLEAN_OFF (HEAD_PROGS_OFF + SPAN(BBX_STATE_PROGS, sizeof(struct bbx_state_prog)))
+#define HEAD_END (HEAD_CLEAN_OFF + BBX_STATE_CLEAN * sizeof(uint64_t))
+_Static_assert(HEAD_END <= BBX_STATE_HEAD, "the head fits in its page");
+
+static struct bbx_state_slot *slots(struct bbx_state *st)
+{
+	return st->version >= 5 ? (struct bbx_state_slot *)((char *)st + BBX_STATE_HEAD)
+				: st->slot;
+}
 
 /* Version 2: the journal lock after the slots; version 3: the sync lock after it;
- * version 4: the program table after that. */
+ * version 4: the program table after that; version 5: all of them before the slots. */
 static size_t state_total_v(uint32_t nslots, uint32_t version)
 {
+	if (version >= 5)
+		return BBX_STATE_HEAD + (size_t)nslots * sizeof(struct bbx_state_slot);
 	return bbx_state_lock_off(nslots) + (version >= 3 ? 2 : 1) * LOCK_SPAN +
-	       (version >= 4 ? PROGS_SPAN + CLEAN_SPAN : 0);
+	       (version >= 4 ? PROGS_SPAN_V4 + CLEAN_SPAN_V4 : 0);
 }
 
 static size_t state_total(uint32_t nslots)
@@ -48,32 +67,49 @@ static size_t state_len(const struct bbx_state *st)
 	return st->version >= 2 ? state_total_v(st->nslots, st->version) : state_bytes(st->nslots);
 }
 
+static size_t lock_off(const struct bbx_state *st)
+{
+	return st->version >= 5 ? HEAD_LOCK_OFF : bbx_state_lock_off(st->nslots);
+}
+
 pthread_mutex_t *bbx_state_lock(struct bbx_state *st)
 {
 	if (st->version < 2)
 		return NULL;
-	return (pthread_mutex_t *)((char *)st + bbx_state_lock_off(st->nslots));
+	return (pthread_mutex_t *)((char *)st + lock_off(st));
 }
 
 pthread_mutex_t *bbx_state_sync_lock(struct bbx_state *st)
 {
 	if (st->version < 3)
 		return NULL;
-	return (pthread_mutex_t *)((char *)st + bbx_state_lock_off(st->nslots) + LOCK_SPAN);
+	return (pthread_mutex_t *)((char *)st + lock_off(st) + LOCK_SPAN);
 }
 
 struct bbx_state_prog *bbx_state_progs(struct bbx_state *st)
 {
 	if (st->version < 4)
 		return NULL;
-	return (struct bbx_state_prog *)((char *)st + bbx_state_lock_off(st->nslots) +
-					 2 * LOCK_SPAN);
+	return (struct bbx_state_prog *)((char *)st + lock_off(st) + 2 * LOCK_SPAN);
+}
+
+size_t bbx_state_progs_n(const struct bbx_state *st)
+{
+	return st->version >= 5 ? BBX_STATE_PROGS : st->version == 4 ? BBX_STATE_PROGS_V4 : 0;
 }
 
 uint64_t *bbx_state_clean(struct bbx_state *st)
 {
-	struct bbx_state_prog *p = bbx_state_progs(st);
-	return p ? (uint64_t *)((char *)p + PROGS_SPAN) : NULL;
+	if (st->version < 4)
+		return NULL;
+	return (uint64_t *)((char *)st + (st->version >= 5 ? HEAD_CLEAN_OFF
+							   : lock_off(st) + 2 * LOCK_SPAN +
+								     PROGS_SPAN_V4));
+}
+
+size_t bbx_state_clean_n(const struct bbx_state *st)
+{
+	return st->version >= 5 ? BBX_STATE_CLEAN : st->version == 4 ? BBX_STATE_CLEAN_V4 : 0;
 }
 
 /* The journal lock: shared by every process of the run, and robust, so that a process
@@ -82,8 +118,7 @@ uint64_t *bbx_state_clean(struct bbx_state *st)
  * The sync lock (version 3, [journal] sync = group) is made the same way. */
 static int init_lock(int fd)
 {
-	size_t off = bbx_state_lock_off(BBX_STATE_SLOTS), pg = (size_t)sysconf(_SC_PAGESIZE);
-	size_t base = off & ~(pg - 1), len = state_total(BBX_STATE_SLOTS) - base;
+	size_t off = HEAD_LOCK_OFF, base = 0, len = BBX_STATE_HEAD;
 	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)base);
 	if (m == MAP_FAILED)
 		return -errno;
@@ -197,7 +232,7 @@ int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino)
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	uint32_t mask = st->nslots - 1, i = (uint32_t)hash2(dev, ino) & mask;
 	for (int n = 0; n < MAXPROBE; n++, i = (i + 1) & mask) {
-		struct bbx_state_slot *s = &st->slot[i];
+		struct bbx_state_slot *s = &slots(st)[i];
 		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
 		if (k == 0)
 			return BBX_LVL_NONE;
@@ -216,7 +251,7 @@ int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
 	uint64_t want = d | (uint64_t)lvl << 56;
 	uint32_t mask = st->nslots - 1, i = (uint32_t)hash2(dev, ino) & mask;
 	for (int n = 0; n < MAXPROBE; n++, i = (i + 1) & mask) {
-		struct bbx_state_slot *s = &st->slot[i];
+		struct bbx_state_slot *s = &slots(st)[i];
 		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
 		if (k == 0) {
 			uint64_t zero = 0;
@@ -255,7 +290,7 @@ void bbx_state_forget(struct bbx_state *st, uint64_t dev, uint64_t ino)
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	uint32_t mask = st->nslots - 1, i = (uint32_t)hash2(dev, ino) & mask;
 	for (int n = 0; n < MAXPROBE; n++, i = (i + 1) & mask) {
-		struct bbx_state_slot *s = &st->slot[i];
+		struct bbx_state_slot *s = &slots(st)[i];
 		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
 		if (k == 0)
 			return;

@@ -40,8 +40,10 @@ struct bbx_state_slot {
  * uses three of version 1's reserved words for the hash chain; the header and the slot
  * table are laid out as in version 1, so a version 1 file still maps (without a lock:
  * its journal is written unchained). */
-/* 3: the sync lock after the journal lock; 4: the program table after the sync lock */
-#define BBX_STATE_VERSION 4
+/* 3: the sync lock after the journal lock; 4: the program table after the sync lock;
+ * 5: the locks and tables in the head page (BBX_STATE_HEAD bytes), the slots after it */
+#define BBX_STATE_VERSION 5
+#define BBX_STATE_HEAD 4096
 
 /* [journal] sync (policy.ini), kept in the state file so that every process of the run,
  * the shim and bbx-run alike, knows it before its first record (run.c). */
@@ -66,7 +68,7 @@ struct bbx_state {
 	/* Group commit: journal bytes known durable (an fdatasync that began after they
 	 * were accounted in end returned).  Only ever raised, atomically (was reserved). */
 	uint64_t synced;
-	struct bbx_state_slot slot[];
+	struct bbx_state_slot slot[]; /* versions 1-4; version 5: at BBX_STATE_HEAD */
 };
 
 /* Where the journal lock lives in a version 2 state file: after the slot table,
@@ -90,15 +92,20 @@ pthread_mutex_t *bbx_state_sync_lock(struct bbx_state *st);
 struct bbx_state_prog {
 	uint64_t dev, ino, mtime, ctime, why, tag;
 };
-#define BBX_STATE_PROGS 64
-/* The program table (version 4: after the sync lock), or NULL for older state files. */
+#define BBX_STATE_PROGS 32
+#define BBX_STATE_PROGS_V4 64
+/* The program table (version 4: after the sync lock; 5: in the head page), or NULL for
+ * older state files; bbx_state_progs_n: its entries. */
 struct bbx_state_prog *bbx_state_progs(struct bbx_state *st);
+size_t bbx_state_progs_n(const struct bbx_state *st);
 /* Hashes of environment entries redaction left as they were (redact.h,
  * bbx_redact_set_cache), after the program table: the same environment is passed to
  * every exec of a run, and an EXEC record then copies it instead of scanning it again
  * (~30 us of a fork child's exec here).  NULL for older state files. */
-#define BBX_STATE_CLEAN 1024
+#define BBX_STATE_CLEAN 256
+#define BBX_STATE_CLEAN_V4 1024
 uint64_t *bbx_state_clean(struct bbx_state *st);
+size_t bbx_state_clean_n(const struct bbx_state *st);
 
 /* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
 int bbx_state_create(const char *path);

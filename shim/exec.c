@@ -134,7 +134,7 @@ static const char *unenterable(const char *file, const struct stat *given)
 			      .mtime = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + sb.st_mtim.tv_nsec,
 			      .ctime = (uint64_t)sb.st_ctim.tv_sec * 1000000000u + sb.st_ctim.tv_nsec};
 	struct bbx_state_prog *tab = bbx_status == 0 && bbx_run.st ? bbx_state_progs(bbx_run.st) : NULL;
-	size_t n = tab ? BBX_STATE_PROGS : SEEN_LOCAL;
+	size_t n = tab ? bbx_state_progs_n(bbx_run.st) : SEEN_LOCAL;
 	if (!tab)
 		tab = seen_local;
 	struct bbx_state_prog *e = &tab[(k.ino ^ k.dev) % n];

@@ -190,7 +190,7 @@ int bbx_open_run(void)
 			 * policy and with it the run's redaction rules. */
 			uint64_t *c = bbx_state_clean(bbx_run.st);
 			if (c)
-				bbx_redact_set_cache(c, BBX_STATE_CLEAN,
+				bbx_redact_set_cache(c, bbx_state_clean_n(bbx_run.st),
 						     bbx_run_mark(bbx_run.jdev, bbx_run.jino));
 		}
 		__atomic_store_n(&bbx_status, rc, __ATOMIC_RELEASE);

@@ -62,23 +62,30 @@ START_TEST(test_create_and_map)
 	struct stat sb;
 	ck_assert_int_eq(stat(p, &sb), 0);
 	ck_assert_int_eq(sb.st_mode & 07777, 0600);
-	/* The slot table, then the journal lock (version 2), 64-byte aligned. */
-	ck_assert_uint_eq(bbx_state_lock_off(BBX_STATE_SLOTS) % 64, 0);
-	ck_assert_uint_ge(bbx_state_lock_off(BBX_STATE_SLOTS),
-			  sizeof(struct bbx_state) + BBX_STATE_SLOTS * sizeof(struct bbx_state_slot));
-	/* ... and the sync lock (version 3) 64 bytes after it, then the program table
-	 * (version 4) */
-	size_t locks = 2 * ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63);
+	/* Version 5: the head page holds the header, the journal lock, the sync lock 64
+	 * bytes after it, the program table and the clean table; the slots follow it. */
+	size_t lock = (sizeof(pthread_mutex_t) + 63) & ~(size_t)63;
 	ck_assert_uint_eq((size_t)sb.st_size,
-			  bbx_state_lock_off(BBX_STATE_SLOTS) + locks +
-				  ((BBX_STATE_PROGS * sizeof(struct bbx_state_prog) + 63) & ~(size_t)63) +
-				  BBX_STATE_CLEAN * sizeof(uint64_t));
-	ck_assert_ptr_eq(bbx_state_clean(st), (char *)bbx_state_progs(st) +
-			 ((BBX_STATE_PROGS * sizeof(struct bbx_state_prog) + 63) & ~(size_t)63));
-	ck_assert_ptr_eq(bbx_state_progs(st), (char *)bbx_state_lock(st) + locks);
+			  BBX_STATE_HEAD + BBX_STATE_SLOTS * sizeof(struct bbx_state_slot));
+	char *base = (char *)st;
+	ck_assert_uint_eq((uintptr_t)bbx_state_lock(st) % 64, 0);
+	ck_assert_uint_ge((size_t)((char *)bbx_state_lock(st) - base), sizeof(struct bbx_state));
+	ck_assert_ptr_eq(bbx_state_sync_lock(st), (char *)bbx_state_lock(st) + lock);
+	ck_assert_ptr_eq(bbx_state_progs(st), (char *)bbx_state_lock(st) + 2 * lock);
+	ck_assert_uint_eq(bbx_state_progs_n(st), BBX_STATE_PROGS);
+	ck_assert_uint_eq(bbx_state_clean_n(st), BBX_STATE_CLEAN);
+	ck_assert((char *)bbx_state_clean(st) >= (char *)(bbx_state_progs(st) + BBX_STATE_PROGS));
+	ck_assert((char *)(bbx_state_clean(st) + BBX_STATE_CLEAN) <= base + BBX_STATE_HEAD);
 	ck_assert_uint_eq(bbx_state_progs(st)[BBX_STATE_PROGS - 1].tag, 0); /* zero-filled */
-	ck_assert_ptr_eq(bbx_state_sync_lock(st),
-			 (char *)bbx_state_lock(st) + ((sizeof(pthread_mutex_t) + 63) & ~(size_t)63));
+	ck_assert_uint_eq(bbx_state_clean(st)[BBX_STATE_CLEAN - 1], 0);
+	/* The slots start after the head page: a raise lands there, not in the tables. */
+	ck_assert_int_eq(bbx_state_raise(st, 7, 9, BBX_LVL_CONTENT), 0);
+	int in_slots = 0;
+	for (size_t i = 0; i < BBX_STATE_SLOTS && !in_slots; i++)
+		in_slots = ((struct bbx_state_slot *)(base + BBX_STATE_HEAD))[i].ino == 10;
+	ck_assert(in_slots);
+	ck_assert_int_eq(bbx_state_level(st, 7, 9), BBX_LVL_CONTENT);
+	bbx_state_forget(st, 7, 9);
 	/* Allocated, not sparse: a hole in a shared mapping raises SIGBUS on a full disk. */
 	ck_assert_int_ge((long long)sb.st_blocks * 512, (long long)sb.st_size);
 	/* The first sequence number is 1 (0 means "no record" in pending creations). */
