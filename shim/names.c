@@ -74,13 +74,19 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 /* Body for calls that create one name.  An existing name makes the call fail with
  * EEXIST, so nothing is recorded for it (mkdir -p walks existing directories). */
 #define CREATE_BODY(opname, dirfd, path, kind, mode, target, realcall)                      \
+	CREATE_BODY_CHECKED(opname, dirfd, path, kind, mode, target, 0, realcall)
+/* check: 0 or -errno, a refusal decided before anything is recorded, in the same guarded
+ * call (one working directory lookup serves it and the capture). */
+#define CREATE_BODY_CHECKED(opname, dirfd, path, kind, mode, target, check, realcall)       \
 	do {                                                                                \
 		int saved_;                                                                 \
 		if (!bbx_enter(&saved_))                                                    \
 			return realcall;                                                    \
 		struct bbx_pending pend_ = {0};                                             \
 		struct stat sb_;                                                            \
-		int rc_ = bbx_usable();                                                     \
+		int rc_ = (check);                                                          \
+		if (!rc_)                                                                   \
+			rc_ = bbx_usable();                                                 \
 		if (!rc_)                                                                   \
 			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
 		if (!rc_ && bbx_k_lstat(bbx_tp.a, &sb_) < 0)                                \
@@ -162,11 +168,11 @@ static const char *abs_source(int ofd, const char *old, int flags)
 
 /* A hard link to a deny_read object is a second name for it, readable where the first
  * is not: linking is decided as a read of the source (words, then identity), before
- * anything is recorded.  0 or -errno (EACCES; 0 in audit mode, with the DENY record). */
+ * anything is recorded.  Guard held.  0 or -errno (EACCES; 0 in audit mode, with the
+ * DENY record). */
 static int link_source_readable(const char *op, int ofd, const char *old, int flags)
 {
-	int saved;
-	if (!bbx_reads_checked() || !bbx_enter(&saved))
+	if (!__atomic_load_n(&bbx_pol_reads, __ATOMIC_RELAXED)) /* bbx_reads_checked, guard held */
 		return 0;
 	char abs[PATH_MAX];
 	int rc = bbx_path_abs(ofd, old, abs, sizeof abs) ? 0 : bbx_read_pre(op, abs);
@@ -174,28 +180,19 @@ static int link_source_readable(const char *op, int ofd, const char *old, int fl
 	int stflags = (flags & AT_EMPTY_PATH) | (flags & AT_SYMLINK_FOLLOW ? 0 : AT_SYMLINK_NOFOLLOW);
 	if (!rc && fstatat(ofd, old, &sb, stflags) == 0)
 		rc = bbx_read_post(op, abs, -1, &sb);
-	bbx_leave(rc ? -rc : saved);
 	return rc;
 }
 
 BBX_EXPORT int link(const char *old, const char *path)
 {
-	int rrc = link_source_readable("link", AT_FDCWD, old, 0);
-	if (rrc) {
-		errno = -rrc;
-		return -1;
-	}
-	CREATE_BODY("link", AT_FDCWD, path, BBX_KIND_HARDLINK, 0, abs_source(AT_FDCWD, old, 0),
-		    BBX_REAL(link)(old, path));
+	CREATE_BODY_CHECKED("link", AT_FDCWD, path, BBX_KIND_HARDLINK, 0,
+			    abs_source(AT_FDCWD, old, 0),
+			    link_source_readable("link", AT_FDCWD, old, 0), BBX_REAL(link)(old, path));
 }
 
 BBX_EXPORT int linkat(int ofd, const char *old, int nfd, const char *path, int flags)
 {
-	int rrc = link_source_readable("linkat", ofd, old, flags);
-	if (rrc) {
-		errno = -rrc;
-		return -1;
-	}
-	CREATE_BODY("linkat", nfd, path, BBX_KIND_HARDLINK, 0, abs_source(ofd, old, flags),
-		    BBX_REAL(linkat)(ofd, old, nfd, path, flags));
+	CREATE_BODY_CHECKED("linkat", nfd, path, BBX_KIND_HARDLINK, 0, abs_source(ofd, old, flags),
+			    link_source_readable("linkat", ofd, old, flags),
+			    BBX_REAL(linkat)(ofd, old, nfd, path, flags));
 }

@@ -400,10 +400,19 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	memcpy(tmp, cur, pl);
 	tmp[pl] = 0;
 	int fd = open_dir_named(tmp, out);
-	if (fd < 0)
+	if (fd < 0) {
 		/* No such parent: the call fails by itself, with or without a symlink to
-		 * follow at the end; the general route would only open it again. */
-		return errno == ENOENT || errno == ENOTDIR ? -1 : 0;
+		 * follow at the end; the general route would only open it again.  The
+		 * capture's lstat of the name and stat of the parent (DIRMETA) would walk to
+		 * the same missing component and fail the same way: the memo answers them. */
+		int e = errno;
+		if (e != ENOENT && e != ENOTDIR)
+			return 0;
+		bbx_stat_memo_put(tmp, 1, -1, e, NULL);
+		bbx_stat_memo_put(cur, 0, -1, e, NULL);
+		errno = e;
+		return -1;
+	}
 	size_t ol = strlen(out);
 	if (ol + 1 + ll >= PATH_MAX) {
 		close(fd);

@@ -20,6 +20,8 @@ TESTS += tests/e2e/t-preload.sh
 EXTRA_DIST += tests/e2e/t-preload.sh
 # policy: path, read and exec enforcement by real programs under fixture policies
 TESTS += tests/e2e/t-policy.sh
+TESTS += tests/e2e/t-cost.sh
+EXTRA_DIST += tests/e2e/t-cost.sh tests/e2e/costops.py
 EXTRA_DIST += tests/e2e/t-policy.sh
 # the policy compiler: malformed fixtures (one per case, exact FILE:LINE message), the
 # effective policy of a fixture using every key, the blob, bbx-run's refusal, explain

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: MIT
+# tests/e2e/costops.py - N calls of one kind between two marker calls, for t-cost.sh: the
+# system calls strace sees between access("/BBX-COST-BEGIN") and access("/BBX-COST-END")
+# are the calls' own plus whatever bbx adds to each.  A first mutation before the begin
+# marker opens the run (journal, state, PROC record), which every later call then shares.
+import os
+import sys
+
+op, n = sys.argv[1], int(sys.argv[2])
+open("warm", "w").close()
+if op in ("rename", "link"):
+    open("src", "w").close()
+if op == "unlink":
+    for i in range(n):
+        open("f%d" % i, "w").close()
+os.access("/BBX-COST-BEGIN", 0)
+for i in range(n):
+    if op == "rename":
+        os.rename("src", "dst") if i % 2 == 0 else os.rename("dst", "src")
+    elif op == "create":
+        os.close(os.open("f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    elif op == "unlink":
+        os.unlink("f%d" % i)
+    elif op == "link":
+        os.link("src", "l%d" % i)
+    elif op == "mkdir":
+        os.mkdir("d%d" % i)
+    elif op == "missing":
+        try:
+            os.open("nodir%d/f" % i, os.O_WRONLY | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            pass
+    elif op == "stat":
+        os.stat("warm")
+    elif op == "read":
+        os.close(os.open("warm", os.O_RDONLY))
+os.access("/BBX-COST-END", 0)

@@ -1,0 +1,89 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# t-cost.sh - what bbx adds to each call, counted in system calls (strace), not timed:
+# counts are exact on any machine, so the per-call design claims of bench/ and the
+# README (issue 5) are held here against regressions.  Each case runs N calls of one kind
+# bare and under bbx-run (default policy, full journaling) and compares the system calls
+# between two markers; a budget is the figure measured when it was set.
+. "$BBX_SRCDIR/tests/e2e/lib.sh"
+plan 14
+
+N=100
+OPS="$BBX_SRCDIR/tests/e2e/costops.py"
+if ! command -v strace >/dev/null 2>&1; then
+	for _ in $(seq 14); do skip "strace not installed"; done
+	exit 0
+fi
+# between FILE: the system calls between the markers (signals and exits not counted).
+between() { awk '/BBX-COST-BEGIN/ {f = 1; next} /BBX-COST-END/ {f = 0} f' "$1" | grep -v -E '^[0-9]+ +(\+\+\+|---)'; }
+# cost OP: sets EXTRA (system calls added per call, x100) and WRITES (journal writes per
+# call, x100), from one bare and one journaled run in fresh workspaces.
+cost() {
+	local w
+	w=$(new_ws)
+	(cd "$w" && strace -f -o "$T_TMP/bare.st" python3 "$OPS" "$1" $N)
+	w=$(new_ws)
+	(cd "$w" && strace -f -o "$T_TMP/bbx.st" bbx-run --quiet --journal "$T_TMP/j.$1" -- python3 "$OPS" "$1" $N)
+	local b j
+	b=$(between "$T_TMP/bare.st" | wc -l)
+	j=$(between "$T_TMP/bbx.st" | wc -l)
+	EXTRA=$(((j - b) * 100 / N))
+	WRITES=$(($(between "$T_TMP/bbx.st" | grep -c 'write(900,') * 100 / N))
+	diag "$1: $b system calls bare, $j under bbx: +$EXTRA/100 per call, $WRITES/100 journal writes per call"
+}
+# budget OP MAX_EXTRA MAX_WRITES DESC (both x100 per call)
+budget() {
+	cost "$1"
+	[ "$EXTRA" -le "$2" ]; ok $? "$1: at most $(($2 / 100)).$(printf %02d $(($2 % 100))) system calls added per call ($EXTRA/100): $4"
+	[ "$WRITES" -le "$3" ]; ok $? "$1: at most $(($3 / 100)).$(printf %02d $(($3 % 100))) journal writes per call ($WRITES/100)"
+}
+# A journaled call: the working directory (getcwd), the target's and its directory's
+# state, its one record (the previous call's RESULT travels in the same write).
+budget rename 500 100 "getcwd, lstat of both names, stat of the directory, one write"
+budget create 500 100 "getcwd, lstat of the name, stat of the directory, one write, fstat of the new descriptor"
+budget unlink 400 100 "getcwd, lstat of the name, stat of the directory, one write"
+budget link 600 100 "getcwd, the source's identity (deny_read), lstat of the new name before and after, stat of the directory, one write"
+# O_CREAT in a directory that does not exist: the parent opened once, nothing stated
+# again (the memo answers the capture), the intent written.
+budget missing 300 100 "getcwd, one openat2 of the missing parent, one write"
+# Read-only calls outside every deny_read root: nothing added.
+budget stat 0 0 "nothing"
+
+# A fork child on its way to exec (bash starting /bin/true 20 times): between its fork
+# and its execve, bbx adds the program's stat (deny_read by identity), getcwd, the two
+# clocks (system calls, not the vDSO: a fork child would fault in its pages), getpid
+# twice (the fork handler's, for the child's later records, and the exec record's own,
+# which a vfork child sharing its parent's memory needs), and the EXEC record's one
+# write; the first exec of a program also reads its ELF header (5 calls), which the run
+# then remembers (state.h, program table).
+child_calls() {
+	python3 - "$1" <<'EOF'
+import re, sys
+calls, writes, done = {}, {}, set()
+for line in open(sys.argv[1]):
+    m = re.match(r"(\d+) +(.*)", line)
+    if not m or m.group(2).startswith(("<...", "+++", "---")):
+        continue
+    pid, call = m.groups()
+    if pid in done:
+        continue
+    if call.startswith('execve("/bin/true"'):
+        done.add(pid)
+    else:
+        calls[pid] = calls.get(pid, 0) + 1
+        writes[pid] = writes.get(pid, 0) + call.startswith("write(900,")
+kids = [calls.get(p, 0) for p in done]
+print(sum(kids) * 100 // max(len(kids), 1), len(kids), max([writes.get(p, 0) for p in done] or [0]),
+      min([writes.get(p, 0) for p in done] or [0]))
+EOF
+}
+LOOP='for i in $(seq 20); do /bin/true; done'
+w=$(new_ws)
+(cd "$w" && strace -f -o "$T_TMP/fb.st" bash -c "$LOOP")
+(cd "$w" && strace -f -o "$T_TMP/fj.st" bbx-run --quiet --journal "$T_TMP/j.fork" -- bash -c "$LOOP")
+read -r fb nb _ _ < <(child_calls "$T_TMP/fb.st")
+read -r fj nj wmax wmin < <(child_calls "$T_TMP/fj.st")
+diag "fork child before exec: $fb/100 system calls bare, $fj/100 under bbx ($nb, $nj children)"
+[ "$nb" -eq 20 ] && [ "$nj" -eq 20 ] && [ $((fj - fb)) -le 750 ]; ok $? "fork child before exec: at most 7.50 system calls added ($(((fj - fb) / 100)).$(printf %02d $(((fj - fb) % 100)))): stat, getcwd, two clocks, getpid twice, one write, the ELF header once per program"
+[ "$wmax" -eq 1 ] && [ "$wmin" -eq 1 ]; ok $? "fork child before exec: the EXEC record is the child's one journal write ($wmin..$wmax per child)"
+finish
