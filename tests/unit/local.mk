@@ -47,6 +47,13 @@ tests_unit_check_undo_LDADD = journal/libbbxundo.la $(CHECK_LIBS)
 tests_unit_check_match_SOURCES = tests/unit/check_match.c tests/unit/unit.h
 tests_unit_check_match_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_match_LDADD = policy/libbbxpol.la $(CHECK_LIBS)
+# the seccomp filter of bbx-run, interpreted (tools/libbbxtool.la)
+check_PROGRAMS += tests/unit/check_sandbox
+TESTS += tests/unit/check_sandbox
+tests_unit_check_sandbox_SOURCES = tests/unit/check_sandbox.c tests/unit/unit.h
+tests_unit_check_sandbox_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_sandbox_LDADD = tools/libbbxtool.la $(CHECK_LIBS)
+
 tests_unit_check_chain_SOURCES = tests/unit/check_chain.c tests/unit/unit.h
 tests_unit_check_chain_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_check_chain_LDADD = tools/libbbxtool.la $(CHECK_LIBS)
