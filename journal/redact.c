@@ -636,11 +636,13 @@ size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 			 * when it fails, and a full pair would then cost every fork child a
 			 * write fault on the shared page (issue 5). */
 			for (int k = 0; k < 2; k++) {
-				uint64_t empty = 0;
-				if (__atomic_load_n(&pair[k], __ATOMIC_RELAXED) == 0 &&
-				    (__atomic_compare_exchange_n(&pair[k], &empty, h, false,
-								 __ATOMIC_RELAXED, __ATOMIC_RELAXED) ||
-				     empty == h))
+				uint64_t cur = __atomic_load_n(&pair[k], __ATOMIC_RELAXED), empty = 0;
+				if (cur == h) /* another process stored it meanwhile */
+					break;
+				if (cur == 0 && (__atomic_compare_exchange_n(&pair[k], &empty, h, false,
+									    __ATOMIC_RELAXED,
+									    __ATOMIC_RELAXED) ||
+						 empty == h))
 					break;
 			}
 		}
