@@ -117,6 +117,13 @@ uint64_t bbx_rec_set_chain(void *rec, size_t len, uint64_t chain)
 	return get64(b + len - BBX_REC_TRAILER_LEN);
 }
 
+void bbx_enc_commit(struct bbx_enc *e, int tag, size_t n)
+{
+	put16(e->buf + e->len, (uint16_t)tag);
+	put32(e->buf + e->len + 2, (uint32_t)n);
+	e->len += 6 + n;
+}
+
 void bbx_enc_bytes(struct bbx_enc *e, int tag, const void *p, size_t n)
 {
 	if (e->err)
@@ -125,11 +132,9 @@ void bbx_enc_bytes(struct bbx_enc *e, int tag, const void *p, size_t n)
 		e->err = -ENAMETOOLONG;
 		return;
 	}
-	put16(e->buf + e->len, (uint16_t)tag);
-	put32(e->buf + e->len + 2, (uint32_t)n);
 	if (n)
 		memcpy(e->buf + e->len + 6, p, n);
-	e->len += 6 + n;
+	bbx_enc_commit(e, tag, n);
 }
 
 uint8_t *bbx_enc_room(struct bbx_enc *e, size_t *room)
@@ -138,13 +143,6 @@ uint8_t *bbx_enc_room(struct bbx_enc *e, size_t *room)
 		return NULL;
 	*room = e->cap - e->len - 6 - BBX_REC_TRAILER_LEN;
 	return e->buf + e->len + 6;
-}
-
-void bbx_enc_commit(struct bbx_enc *e, int tag, size_t n)
-{
-	put16(e->buf + e->len, (uint16_t)tag);
-	put32(e->buf + e->len + 2, (uint32_t)n);
-	e->len += 6 + n;
 }
 
 void bbx_enc_str(struct bbx_enc *e, int tag, const char *s)

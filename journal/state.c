@@ -100,11 +100,8 @@ size_t bbx_state_progs_n(const struct bbx_state *st)
 
 uint64_t *bbx_state_clean(struct bbx_state *st)
 {
-	if (st->version < 4)
-		return NULL;
-	return (uint64_t *)((char *)st + (st->version >= 5 ? HEAD_CLEAN_OFF
-							   : lock_off(st) + 2 * LOCK_SPAN +
-								     PROGS_SPAN_V4));
+	struct bbx_state_prog *p = bbx_state_progs(st);
+	return p ? (uint64_t *)((char *)p + SPAN(bbx_state_progs_n(st), sizeof *p)) : NULL;
 }
 
 size_t bbx_state_clean_n(const struct bbx_state *st)
@@ -118,8 +115,7 @@ size_t bbx_state_clean_n(const struct bbx_state *st)
  * The sync lock (version 3, [journal] sync = group) is made the same way. */
 static int init_lock(int fd)
 {
-	size_t off = HEAD_LOCK_OFF, base = 0, len = BBX_STATE_HEAD;
-	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)base);
+	char *m = mmap(NULL, BBX_STATE_HEAD, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
 	pthread_mutexattr_t a;
@@ -129,11 +125,11 @@ static int init_lock(int fd)
 	if (!e)
 		e = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	if (!e)
-		e = pthread_mutex_init((pthread_mutex_t *)(m + (off - base)), &a);
+		e = pthread_mutex_init((pthread_mutex_t *)(m + HEAD_LOCK_OFF), &a);
 	if (!e)
-		e = pthread_mutex_init((pthread_mutex_t *)(m + (off - base) + LOCK_SPAN), &a);
+		e = pthread_mutex_init((pthread_mutex_t *)(m + HEAD_LOCK_OFF + LOCK_SPAN), &a);
 	pthread_mutexattr_destroy(&a);
-	munmap(m, len);
+	munmap(m, BBX_STATE_HEAD);
 	return -e;
 }
 

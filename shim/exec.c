@@ -194,9 +194,9 @@ static void join(char *const argv[], size_t from, char *out, size_t cap, int bas
 {
 	size_t n = 0;
 	for (size_t i = from; argv && argv[i] && n + 1 < cap; i++) {
-		const char *a = argv[i];
-		if (i == from && base0 && last_slash(a))
-			a = last_slash(a) + 1;
+		const char *a = argv[i], *sl = i == from && base0 ? last_slash(a) : NULL;
+		if (sl)
+			a = sl + 1;
 		if (i > from)
 			out[n++] = ' ';
 		size_t l = strnlen(a, cap - n - 1);
@@ -270,7 +270,7 @@ __attribute__((noinline)) static int exec_rules(const struct bbx_pol_hdr *p, con
 		if (*f == 'b' && !has_slash(argv[0]))
 			continue;
 		if (*f == 's') {
-			const char *b = last_slash(argv[0]) ? last_slash(argv[0]) + 1 : argv[0];
+			const char *sl = last_slash(argv[0]), *b = sl ? sl + 1 : argv[0];
 			if (!argv[1] || !argv[2] || strcmp(argv[1], "-c") ||
 			    (strcmp(b, "sh") && strcmp(b, "bash") && strcmp(b, "dash") &&
 			     strcmp(b, "zsh")))

@@ -172,7 +172,7 @@ static const char *abs_source(int ofd, const char *old, int flags)
  * DENY record). */
 static int link_source_readable(const char *op, int ofd, const char *old, int flags)
 {
-	if (!__atomic_load_n(&bbx_pol_reads, __ATOMIC_RELAXED)) /* bbx_reads_checked, guard held */
+	if (!bbx_reads_policed())
 		return 0;
 	char abs[PATH_MAX];
 	int rc = bbx_path_abs(ofd, old, abs, sizeof abs) ? 0 : bbx_read_pre(op, abs);

@@ -250,11 +250,14 @@ int bbx_read_open_exact(const char *path, int flags, int saved, int *fd);
 /* The run's mark (bbx_run_mark): from the open run, else from the journal directory. */
 long bbx_mark(void);
 int bbx_read_post(const char *op, const char *path, int fd, const struct stat *sb);
-static inline int bbx_reads_checked(void)
+/* The policy has deny_read roots (or is not loaded yet): reads are decided. */
+static inline int bbx_reads_policed(void)
 {
-	return __builtin_expect(__atomic_load_n(&bbx_pol_reads, __ATOMIC_RELAXED), 0) &&
-	       !bbx_guard;
+	return __builtin_expect(__atomic_load_n(&bbx_pol_reads, __ATOMIC_RELAXED), 0);
 }
+
+/* ... and this call is not the shim's own (guard not held). */
+static inline int bbx_reads_checked(void) { return bbx_reads_policed() && !bbx_guard; }
 
 /* exec support (env.c) */
 #define BBX_ENV_EXTRA 4

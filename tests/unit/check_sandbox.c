@@ -88,8 +88,7 @@ static uint32_t call(int nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
 	struct seccomp_data d = {.nr = nr, .arch = AUDIT_ARCH_X86_64,
 				 .args = {a0, a1, a2, a3, a4, 0}};
 	unsigned s;
-	uint32_t r = run(&d, steps ? steps : &s);
-	return r;
+	return run(&d, steps ? steps : &s);
 }
 
 #define ALLOW SECCOMP_RET_ALLOW
