@@ -170,6 +170,67 @@ void bbx_stat_memo_put(const char *p, int follow, int ret, int err, const struct
 	errno = err;
 }
 
+/* bbx_fdid (capture.h).  A sequence count per entry (odd while it is written) lets a
+ * reader see a whole (dev, ino) or none; fdid_hi bounds the scans, so that a process
+ * that never created a file through a descriptor only reads one variable per close. */
+static struct {
+	unsigned seq;
+	uint64_t dev, ino;
+} fdid[BBX_FDID_N];
+static int fdid_hi; /* one past the highest descriptor ever marked */
+
+static void fdid_store(int fd, uint64_t dev, uint64_t ino)
+{
+	unsigned s = __atomic_load_n(&fdid[fd].seq, __ATOMIC_RELAXED);
+	for (;;) {
+		s &= ~1u;
+		if (__atomic_compare_exchange_n(&fdid[fd].seq, &s, s + 1, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			break;
+		__builtin_ia32_pause();
+	}
+	__atomic_store_n(&fdid[fd].dev, dev, __ATOMIC_RELAXED);
+	__atomic_store_n(&fdid[fd].ino, ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&fdid[fd].seq, s + 2, __ATOMIC_RELEASE);
+}
+
+void bbx_fdid_set(int fd, uint64_t dev, uint64_t ino)
+{
+	if (fd < 0 || fd >= BBX_FDID_N || !ino)
+		return;
+	int hi = __atomic_load_n(&fdid_hi, __ATOMIC_RELAXED);
+	while (hi <= fd && !__atomic_compare_exchange_n(&fdid_hi, &hi, fd + 1, 0,
+						       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	fdid_store(fd, dev, ino);
+}
+
+int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino)
+{
+	if (fd < 0 || fd >= __atomic_load_n(&fdid_hi, __ATOMIC_RELAXED))
+		return 0;
+	unsigned s = __atomic_load_n(&fdid[fd].seq, __ATOMIC_ACQUIRE);
+	if (s & 1)
+		return 0;
+	*dev = __atomic_load_n(&fdid[fd].dev, __ATOMIC_RELAXED);
+	*ino = __atomic_load_n(&fdid[fd].ino, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return *ino && __atomic_load_n(&fdid[fd].seq, __ATOMIC_RELAXED) == s;
+}
+
+void bbx_fdid_forget(int lo, int hi)
+{
+	int top = __atomic_load_n(&fdid_hi, __ATOMIC_RELAXED);
+	if (lo < 0)
+		lo = 0;
+	if (hi >= top)
+		hi = top - 1;
+	for (int fd = lo; fd <= hi; fd++)
+		if (__atomic_load_n(&fdid[fd].ino, __ATOMIC_RELAXED) ||
+		    (__atomic_load_n(&fdid[fd].seq, __ATOMIC_RELAXED) & 1))
+			fdid_store(fd, 0, 0);
+}
+
 /* After the capture changed something (nlink and ctime of a linked target, a new
  * shard): what it asked before no longer holds. */
 static void memo_forget(void)
@@ -647,8 +708,11 @@ void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend,
 	/* A lost RESULT only makes undo more careful (it then checks birth time), so an
 	 * error here does not undo the call that already happened. */
 	if (bbx_run_emit_later(run, &e, bbx_state_next_seq(run->st)) == 0 && have &&
-	    pend->kind != BBX_KIND_HARDLINK)
+	    pend->kind != BBX_KIND_HARDLINK) {
 		raise_to(run, &sb, BBX_LVL_CREATED);
+		if (fd >= 0)
+			bbx_fdid_set(fd, sb.st_dev, sb.st_ino);
+	}
 	pend->seq = 0;
 }
 
@@ -1004,10 +1068,15 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 		return -ENOMEM;
 	struct stat sb;
 	int rc;
+	uint64_t mdev, mino;
 	/* An object this run created: undo removes it whatever its metadata, so a chmod,
 	 * chown, utimes or xattr change of it costs nothing more (tar sets all three on
 	 * every file it makes).  Its creation was decided by the policy, and its final
-	 * state is in its FINAL record when the run is sealed. */
+	 * state is in its FINAL record when the run is sealed.  Through the descriptor it
+	 * was created by, not even an fstat (bbx_fdid). */
+	if (fd >= 0 && bbx_fdid_get(fd, &mdev, &mino) &&
+	    bbx_state_level(run->st, mdev, mino) == BBX_LVL_CREATED)
+		return 0;
 	if ((fd >= 0 ? k_fstat(fd, &sb)
 		     : (mask & BBX_META_NOFOLLOW) ? k_lstat(path, &sb) : k_stat(path, &sb)) == 0 &&
 	    level_of(run, &sb) == BBX_LVL_CREATED)

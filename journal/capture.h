@@ -29,6 +29,7 @@
  * used inside the capture functions. */
 #define BBX_MEMO_SLOTS 6
 #define BBX_MEMO_PATH 496
+#define BBX_DNAME_SLOTS 4
 struct bbx_stat_memo {
 	uint64_t epoch; /* bbx_stat_epoch when taken; 0: empty */
 	int follow, ret, err;
@@ -45,6 +46,10 @@ struct bbx_scratch {
 	uint64_t cwd_epoch; /* cwd holds getcwd()'s answer taken in this epoch */
 	char cwd[PATH_MAX];
 	struct bbx_defer defer; /* RESULTs waiting for the thread's next record (run.h) */
+	struct bbx_dname { /* directory descriptors' names learnt (path.c) */
+		uint64_t dev, ino;
+		char path[BBX_MEMO_PATH];
+	} dname[BBX_DNAME_SLOTS];
 };
 
 /* The capture's stat calls, and getcwd, answered once per epoch: one capture asks about
@@ -70,6 +75,25 @@ int bbx_stat_memo_kname(const char *p, size_t l);
 int bbx_k_lstat(const char *p, struct stat *sb);
 /* getcwd(3) through the memo (path.c).  Returns 0 or -errno. */
 int bbx_path_cwd(char *out, size_t cap);
+
+/* Descriptors through which this process created a file (bbx_cap_done): descriptor ->
+ * the file's (dev, ino).  The metadata calls tar, sed and cp make on a file they have
+ * just created (fchmod, fchown, futimens, fsetxattr) then find it CREATED without an
+ * fstat each (issue 5: tar's 10 added system calls per file were 3 of them).  A mark
+ * holds only while every close or replacement of its descriptor passes through the
+ * shim, which forgets it first (shim/fd.c: close, dup2, dup3, close_range, closefrom,
+ * fclose, freopen, dup, and syscall() of those numbers); a descriptor closed
+ * behind libc's back (a raw system call, io_uring) and reused for another file would
+ * keep a stale mark: that file's metadata change would go unrecorded.  Marks are used
+ * for metadata calls only, never to skip a content pre-image.  Process-wide,
+ * descriptors below BBX_FDID_N. */
+#define BBX_FDID_N 1024
+void bbx_fdid_set(int fd, uint64_t dev, uint64_t ino);
+/* 1 and (dev, ino) when fd carries a mark, else 0. */
+int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino);
+/* Forgets the marks of descriptors lo..hi (inclusive).  A load and a compare when
+ * there are none. */
+void bbx_fdid_forget(int lo, int hi);
 
 /* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at
  * thread exit.  NULL when it cannot be mapped: callers refuse with ENOMEM. */

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT
  *
- * fd.c - close, dup2, dup3, close_range, closefrom: calls that can close or replace the
- * journal's own descriptor.  They change nothing on disk and record nothing; they tell
- * the writer (journal/writer.h, descriptor generation) that its descriptor must be
+ * fd.c - close, dup2, dup3, close_range, closefrom, fclose, dup: calls that
+ * close or replace descriptors.  They change nothing on disk and record nothing.  They
+ * tell the writer (journal/writer.h, descriptor generation) that its descriptor must be
  * verified again before the next record, which lets every other record skip that check
- * (two of its three system calls).  A program that closes all descriptors, or dup2()s
+ * (two of its three system calls); and they forget the marks of descriptors a file was
+ * created through (journal/capture.h, bbx_fdid) before the number can be reused.  A program that closes all descriptors, or dup2()s
  * over ours, is caught here; one that does so with a raw system call is caught by the
  * EBADF of the next write, or - if it also reopened something at that very number - is
  * the limitation the writer's comment states.
  */
 #include "shim.h"
 
+#include <stdio.h>
 #include <unistd.h>
 
 /* Bumps the generation if our descriptor is in [lo, hi]. */
@@ -21,6 +23,7 @@ static inline void touched(int lo, int hi)
 
 BBX_EXPORT int close(int fd)
 {
+	bbx_fdid_forget(fd, fd);
 	int ours = __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
 	if (__builtin_expect(fd != ours, 1))
 		return BBX_REAL(close)(fd);
@@ -34,6 +37,8 @@ BBX_EXPORT int close(int fd)
 
 BBX_EXPORT int dup2(int oldfd, int newfd)
 {
+	if (oldfd != newfd)
+		bbx_fdid_forget(newfd, newfd);
 	int ours = __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
 	if (__builtin_expect(newfd != ours, 1))
 		return BBX_REAL(dup2)(oldfd, newfd);
@@ -47,6 +52,7 @@ BBX_EXPORT int dup2(int oldfd, int newfd)
 
 BBX_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
+	bbx_fdid_forget(newfd, newfd);
 	int ours = __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
 	if (__builtin_expect(newfd != ours, 1))
 		return BBX_REAL(dup3)(oldfd, newfd, flags);
@@ -62,6 +68,8 @@ BBX_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 {
 	int ilo = lo > (unsigned)INT_MAX ? INT_MAX : (int)lo;
 	int ihi = hi > (unsigned)INT_MAX ? INT_MAX : (int)hi;
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		bbx_fdid_forget(ilo, ihi);
 	touched(ilo, ihi);
 	int r = BBX_REAL(close_range)(lo, hi, flags);
 	int e = errno;
@@ -72,7 +80,27 @@ BBX_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 
 BBX_EXPORT void closefrom(int lo)
 {
+	bbx_fdid_forget(lo, INT_MAX);
 	touched(lo, INT_MAX);
 	BBX_REAL(closefrom)(lo);
 	touched(lo, INT_MAX);
+}
+
+/* Streams close their descriptors inside libc, where close() above never sees it.
+ * (glibc's fcloseall only flushes: it closes no descriptor, and is not wrapped.) */
+BBX_EXPORT int fclose(FILE *f)
+{
+	if (f)
+		bbx_fdid_forget(fileno_unlocked(f), fileno_unlocked(f));
+	return BBX_REAL(fclose)(f);
+}
+
+/* A new number can only carry a mark a close behind libc's back left (a raw system call,
+ * or a vfork child's create, whose memory is its parent's): forgotten on reuse. */
+BBX_EXPORT int dup(int fd)
+{
+	int r = BBX_REAL(dup)(fd);
+	if (r >= 0)
+		bbx_fdid_forget(r, r);
+	return r;
 }

@@ -138,6 +138,12 @@ BBX_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t
 static int do_fcntl(const char *op, int (*real)(int, int, ...), int fd, int cmd, void *arg)
 {
 	int saved;
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+		int r = real(fd, cmd, arg);
+		if (r >= 0)
+			bbx_fdid_forget(r, r); /* as dup() (fd.c) */
+		return r;
+	}
 	if (cmd == F_SETFL && fd == __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED))
 		bbx_writer_fd_touched(&bbx_run.w, fd, fd); /* our O_APPEND may be going */
 	if (cmd != F_SETFL || ((long)arg & O_APPEND) || !bbx_enter(&saved))

@@ -47,6 +47,12 @@ BBX_EXPORT long syscall(long nr, ...)
 		errno = ENOSYS;
 		return -1;
 	}
+	/* Closes and replacements: their wrappers forget descriptor marks (fd.c). */
+	case SYS_close: return close((int)A(0));
+	case SYS_dup: return dup((int)A(0));
+	case SYS_dup2: return dup2((int)A(0), (int)A(1));
+	case SYS_dup3: return dup3((int)A(0), (int)A(1), (int)A(2));
+	case SYS_close_range: return close_range((unsigned)A(0), (unsigned)A(1), (int)A(2));
 	case SYS_open: return open(P(0), (int)A(1), (mode_t)A(2));
 	case SYS_openat: return openat((int)A(0), P(1), (int)A(2), (mode_t)A(3));
 	case SYS_creat: return creat(P(0), (mode_t)A(1));

@@ -10,9 +10,14 @@ op, n = sys.argv[1], int(sys.argv[2])
 open("warm", "w").close()
 if op in ("rename", "link"):
     open("src", "w").close()
-if op == "unlink":
+if op in ("unlink", "unlinkat"):
     for i in range(n):
         open("f%d" % i, "w").close()
+if op == "unlinkat":
+    os.mkdir("d")
+    for i in range(n):
+        os.rename("f%d" % i, "d/f%d" % i)
+    dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
 os.access("/BBX-COST-BEGIN", 0)
 for i in range(n):
     if op == "rename":
@@ -21,6 +26,14 @@ for i in range(n):
         os.close(os.open("f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     elif op == "unlink":
         os.unlink("f%d" % i)
+    elif op == "unlinkat":
+        os.unlink("f%d" % i, dir_fd=dfd)
+    elif op == "createmeta":
+        fd = os.open("f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.fchmod(fd, 0o644)
+        os.fchown(fd, -1, -1)
+        os.utime(fd, ns=(1000000000, 1000000000))
+        os.close(fd)
     elif op == "link":
         os.link("src", "l%d" % i)
     elif op == "mkdir":

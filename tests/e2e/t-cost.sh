@@ -6,12 +6,12 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 14
+plan 19
 
 N=100
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
 if ! command -v strace >/dev/null 2>&1; then
-	for _ in $(seq 14); do skip "strace not installed"; done
+	for _ in $(seq 19); do skip "strace not installed"; done
 	exit 0
 fi
 # between FILE: the system calls between the markers (signals and exits not counted).
@@ -29,6 +29,7 @@ cost() {
 	j=$(between "$T_TMP/bbx.st" | wc -l)
 	EXTRA=$(((j - b) * 100 / N))
 	WRITES=$(($(between "$T_TMP/bbx.st" | grep -c 'write(900,') * 100 / N))
+	PROCFD=$(between "$T_TMP/bbx.st" | grep -c 'readlink("/proc/self/fd/')
 	diag "$1: $b system calls bare, $j under bbx: +$EXTRA/100 per call, $WRITES/100 journal writes per call"
 }
 # budget OP MAX_EXTRA MAX_WRITES DESC (both x100 per call)
@@ -43,6 +44,14 @@ budget rename 500 100 "getcwd, lstat of both names, stat of the directory, one w
 budget create 500 100 "getcwd, lstat of the name, stat of the directory, one write, fstat of the new descriptor"
 budget unlink 400 100 "getcwd, lstat of the name, stat of the directory, one write"
 budget link 600 100 "getcwd, the source's identity (deny_read), lstat of the new name before and after, stat of the directory, one write"
+# tar, sed -i and cp -p set mode, owner and times through the descriptor of the file they
+# have just made: found CREATED by the descriptor's mark, without even an fstat
+# (journal/capture.h, bbx_fdid).
+budget createmeta 500 100 "as create; fchmod, fchown and futimens of the new descriptor add nothing"
+# rm -r, find -delete, shutil.rmtree: names relative to a directory descriptor.  Its name
+# is learnt once (readlink of /proc/self/fd), then proved by identity (journal/path.c).
+budget unlinkat 400 100 "fstat of the descriptor, lstat of its known name (the directory's stat for the capture), lstat of the entry, one write"
+[ "$PROCFD" -le 1 ]; ok $? "unlinkat: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"
 # O_CREAT in a directory that does not exist: the parent opened once, nothing stated
 # again (the memo answers the capture), the intent written.
 budget missing 300 100 "getcwd, one openat2 of the missing parent, one write"

@@ -377,6 +377,16 @@ cases() {
 	t dup3 SIZE:open+PRESERVE:open "x over the journal's descriptor" @W/g @W/x @W/f
 	t close_range SIZE:open+PRESERVE:open "3..2999 closed, then x at the journal's number" @W/g @W/x @W/f
 	t closefrom SIZE:open+PRESERVE:open "closefrom(3), then x at the journal's number" @W/g @W/x @W/f
+	# ---- descriptors a file was created through (marked: journal/capture.h, bbx_fdid):
+	# closed or replaced, then g at the same number; fchmod of it must record g's META
+	t close META:fchmod "a created file's descriptor, then g at its number" new:@W/made @W/g -
+	t dup2 META:fchmod "g over a created file's descriptor" new:@W/made @W/g -
+	t dup3 META:fchmod "g over a created file's descriptor" new:@W/made @W/g -
+	t close_range META:fchmod "a created file's descriptor, then g at its number" new:@W/made @W/g -
+	t closefrom META:fchmod "from a created file's descriptor on, then g at its number" new:@W/made @W/g -
+	t fclose META:fchmod "a stream on a created file, then g at its descriptor's number" new:@W/made @W/g
+	t dup META:fchmod "a number closed behind libc's back, handed out again" new:@W/made @W/g
+	t syscall META:fchmod "SYS_close of a created file's descriptor" close new:@W/made @W/g
 	# ---- syscall(): mutating numbers go through the libc wrappers (their op name)
 	t syscall PRESERVE:unlink "SYS_unlink" unlink @W/f
 	t syscall CREATE:mkdir "SYS_mkdir" mkdir @W/nd 0755

@@ -184,6 +184,22 @@ static long raw_openat(int dirfd, const char *path, int flags)
 	return ret;
 }
 
+/* close(2) and fcntl(F_DUPFD) without libc: a descriptor closed where the shim cannot
+ * see it. */
+static long raw_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	if (ret < 0) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+}
+
 static int raw_open(const char *path, int flags)
 {
 	if (strncmp(path, "fd:", 3) == 0)
@@ -1069,6 +1085,7 @@ static int c_fdopendir(int argc, char **argv)
 }
 /* syscall NAME [ARGS]: unlink PATH | mkdir PATH MODE | rename FROM TO | io_uring_setup |
  * getpid (a number passed through) */
+static int syscall_close_scenario(char **argv);
 static int c_syscall(int argc, char **argv)
 {
 	long r;
@@ -1101,6 +1118,9 @@ static int c_syscall(int argc, char **argv)
 		r = syscall(SYS_newfstatat, AT_FDCWD, argv[1], &sb, 0);
 		if (r == 0)
 			printf("ino %llu\n", (unsigned long long)sb.st_ino);
+	} else if (!strcmp(argv[0], "close") && argc > 2) {
+		/* close new:NEW OLD: see mark_scenario */
+		return syscall_close_scenario(argv + 1);
 	} else if (!strcmp(argv[0], "getpid")) {
 		r = syscall(SYS_getpid);
 		if (r != getpid())
@@ -1183,12 +1203,109 @@ static int op_closefrom(int j, int x)
 	closefrom(3);
 	return at_j(j, 2);
 }
-/* close G X F / dup2 G X F / ...: see fd_scenario */
-static int c_close(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_close); }
-static int c_dup2(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_dup2); }
-static int c_dup3(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_dup3); }
-static int c_close_range(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_close_range); }
-static int c_closefrom(int argc, char **argv) { (void)argc; return fd_scenario(argv, op_closefrom); }
+/* The second scenario of the descriptor calls, "new:NEW OLD -": NEW is created through
+ * the shim (its descriptor D is marked: journal/capture.h, bbx_fdid), `op` closes or
+ * replaces D by the entry point under test, OLD (which existed before the run) comes to
+ * number D (opened without libc, or put there by the op itself), and fchmod(D) changes
+ * OLD's mode.  The mark must have been forgotten: fchmod records OLD's META, and undo
+ * puts its mode back.  With a stale mark, fchmod would find NEW's inode CREATED and
+ * record nothing. */
+static int mark_scenario(const char *made, const char *old, int (*op)(int d, const char *old))
+{
+	int d = open(made, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (d < 0)
+		return errno;
+	/* The shim's own descriptors of the capture, closed since, left free numbers below
+	 * d: filled (without libc), so that d is the lowest free number once closed. */
+	for (;;) {
+		int fill = raw_open("/", O_RDONLY);
+		if (fill < 0)
+			return FAILED;
+		if (fill > d) {
+			raw_syscall3(SYS_close, fill, 0, 0);
+			break;
+		}
+	}
+	int r = op(d, old);
+	if (r)
+		return r;
+	return rc_of(fchmod(d, 0600));
+}
+/* OLD opened without libc until it lands at d (numbers below it freed by the op, as
+ * a shim capture may leave, are filled on the way). */
+static int old_at(int d, const char *old)
+{
+	int x;
+	while ((x = raw_open(old, O_RDONLY)) >= 0 && x < d)
+		;
+	return x == d ? 0 : x < 0 ? FAILED : EPROTO;
+}
+static int mk_close(int d, const char *old) { return close(d) ? errno : old_at(d, old); }
+static int mk_dup2(int d, const char *old)
+{
+	int x = raw_open(old, O_RDONLY);
+	return x < 0 ? FAILED : dup2(x, d) == d ? 0 : errno;
+}
+static int mk_dup3(int d, const char *old)
+{
+	int x = raw_open(old, O_RDONLY);
+	return x < 0 ? FAILED : dup3(x, d, O_CLOEXEC) == d ? 0 : errno;
+}
+static int mk_close_range(int d, const char *old)
+{
+	return close_range((unsigned)d, (unsigned)d, 0) ? errno : old_at(d, old);
+}
+static int mk_closefrom(int d, const char *old)
+{
+	closefrom(d);
+	return old_at(d, old);
+}
+static int mk_fclose(int d, const char *old)
+{
+	FILE *f = fdopen(d, "w");
+	return !f ? errno : fclose(f) ? errno : old_at(d, old);
+}
+/* dup: D closed behind libc's back (a stale mark), OLD parked at a high number, then
+ * dup() hands D out again; the wrapper forgets what D carried. */
+static int mk_dup(int d, const char *old)
+{
+	if (raw_syscall3(SYS_close, d, 0, 0))
+		return errno;
+	int x = raw_open(old, O_RDONLY);
+	if (x != d)
+		return x < 0 ? FAILED : EPROTO;
+	long h = raw_syscall3(SYS_fcntl, x, F_DUPFD, 100);
+	if (h < 0 || raw_syscall3(SYS_close, x, 0, 0))
+		return errno;
+	return dup((int)h) == d ? 0 : EPROTO;
+}
+static int mk_syscall_close(int d, const char *old)
+{
+	return syscall(SYS_close, d) ? errno : old_at(d, old);
+}
+#define MARKED(argv, op)                                                                    \
+	(strncmp((argv)[0], "new:", 4) == 0 ? mark_scenario((argv)[0] + 4, (argv)[1], op) : -1)
+static int syscall_close_scenario(char **argv)
+{
+	int r = MARKED(argv, mk_syscall_close);
+	return r == -1 ? EINVAL : r;
+}
+
+/* close G X F / dup2 G X F / ...: see fd_scenario; close new:NEW OLD - / ...: see
+ * mark_scenario */
+static int fd_or_mark(char **argv, int (*op)(int, int), int (*mk)(int, const char *))
+{
+	int r = MARKED(argv, mk);
+	return r != -1 ? r : fd_scenario(argv, op);
+}
+static int c_close(int argc, char **argv) { (void)argc; return fd_or_mark(argv, op_close, mk_close); }
+static int c_dup2(int argc, char **argv) { (void)argc; return fd_or_mark(argv, op_dup2, mk_dup2); }
+static int c_dup3(int argc, char **argv) { (void)argc; return fd_or_mark(argv, op_dup3, mk_dup3); }
+static int c_close_range(int argc, char **argv) { (void)argc; return fd_or_mark(argv, op_close_range, mk_close_range); }
+static int c_closefrom(int argc, char **argv) { (void)argc; return fd_or_mark(argv, op_closefrom, mk_closefrom); }
+/* fclose new:NEW OLD / dup new:NEW OLD: see mark_scenario */
+static int c_fclose(int argc, char **argv) { (void)argc; return MARKED(argv, mk_fclose); }
+static int c_dup(int argc, char **argv) { (void)argc; return MARKED(argv, mk_dup); }
 
 /* ---- metadata ---------------------------------------------------------------------------- */
 
@@ -1669,6 +1786,8 @@ static const struct call {
 	{"dup3", c_dup3, 3, "G X F"},
 	{"close_range", c_close_range, 3, "G X F"},
 	{"closefrom", c_closefrom, 3, "G X F"},
+	{"fclose", c_fclose, 2, "new:NEW OLD"},
+	{"dup", c_dup, 2, "new:NEW OLD"},
 	{"stat", c_stat, 1, "PATH"},
 	{"stat64", c_stat64, 1, "PATH"},
 	{"lstat", c_lstat, 1, "PATH"},
