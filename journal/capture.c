@@ -646,6 +646,8 @@ int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int ki
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	if (kind == BBX_KIND_SYMLINK)
+		bbx_nsgen_bump(); /* it may stand where a directory of a proved name was */
 	POLICY(op, path, -1, 0);
 	return create_record(run, op, path, kind, mode, target, pend);
 }
@@ -857,6 +859,7 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	struct bbx_enc e;
 	uint64_t seq = bbx_state_next_seq(run->st);
 	if (S_ISDIR(sb.st_mode)) {
+		bbx_nsgen_bump(); /* its name may be taken by a symlink next (bbx_dname) */
 		begin(&e, BBX_REC_RMDIR, op, path);
 		enc_stat(&e, &sb);
 		rc = bbx_run_emit(run, &e, seq);
@@ -965,6 +968,7 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
+	bbx_nsgen_bump(); /* directories' proved names (bbx_dname) may stop holding */
 	POLICY(op, from, -1, 0);
 	POLICY(op, to, -1, 0);
 	if (pseudo_fs(from) || pseudo_fs(to))

@@ -47,7 +47,7 @@ struct bbx_scratch {
 	char cwd[PATH_MAX];
 	struct bbx_defer defer; /* RESULTs waiting for the thread's next record (run.h) */
 	struct bbx_dname { /* directory descriptors' names learnt (path.c) */
-		uint64_t dev, ino;
+		uint64_t dev, ino, gen;
 		char path[BBX_MEMO_PATH];
 	} dname[BBX_DNAME_SLOTS];
 };
@@ -94,6 +94,21 @@ int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino);
 /* Forgets the marks of descriptors lo..hi (inclusive).  A load and a compare when
  * there are none. */
 void bbx_fdid_forget(int lo, int hi);
+
+/* Directories whose names were proved (path.c): by the kernel (readlink of a
+ * descriptor, or openat2 with RESOLVE_NO_SYMLINKS of canonical words), then, on later
+ * calls, by identity: an lstat of the name finds the same (dev, ino) and the run's
+ * namespace generation (state.h, bbx_state_nsgen) has not moved since the proof.
+ * bbx_nsgen (run.h): the generation word of the run this process opened.
+ * bbx_dname_gen() is read before a proof, bbx_dname_put() keeps it; bbx_dname_known(p,
+ * sb) answers 1 with p's lstat in sb (and in the memo, as the kernel's own name) when p
+ * is proved.  Per thread; the memo's epoch must be running (the shim's wrappers). */
+uint64_t bbx_dname_gen(void);
+void bbx_dname_put(const char *p, const struct stat *sb, uint64_t gen);
+int bbx_dname_known(const char *p, struct stat *sb);
+/* Before a call that may change which directory a path reaches (rename, rmdir, symlink
+ * creation): every proof of the run is void. */
+void bbx_nsgen_bump(void);
 
 /* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at
  * thread exit.  NULL when it cannot be mapped: callers refuse with ENOMEM. */

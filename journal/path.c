@@ -61,22 +61,74 @@ static int canon_parent(char *out, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* 0 when no proof may be kept (no run, a state file without the word): then bbx_dname_put
+ * stores nothing.  A valid generation is kept as gen + 1, so that 0 never matches. */
+uint64_t bbx_dname_gen(void)
+{
+	uint64_t *g = __atomic_load_n(&bbx_nsgen, __ATOMIC_ACQUIRE);
+	return g ? __atomic_load_n(g, __ATOMIC_ACQUIRE) + 1 : 0;
+}
+
+void bbx_nsgen_bump(void)
+{
+	uint64_t *g = __atomic_load_n(&bbx_nsgen, __ATOMIC_ACQUIRE);
+	if (g)
+		__atomic_add_fetch(g, 1, __ATOMIC_ACQ_REL);
+}
+
+void bbx_dname_put(const char *p, const struct stat *sb, uint64_t gen)
+{
+	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
+	size_t l = strlen(p);
+	if (!s || !gen || !S_ISDIR(sb->st_mode) || l >= sizeof s->dname[0].path)
+		return;
+	struct bbx_dname *d = &s->dname[sb->st_ino % BBX_DNAME_SLOTS];
+	d->dev = sb->st_dev;
+	d->ino = sb->st_ino;
+	d->gen = gen;
+	memcpy(d->path, p, l + 1);
+}
+
+/* d's proof still holds: the generation it was made in, and p reaching it now. */
+static int dname_holds(const struct bbx_dname *d, const char *p, struct stat *sb)
+{
+	uint64_t gen = bbx_dname_gen();
+	if (!gen || d->gen != gen ||
+	    bbx_sys_fstatat(AT_FDCWD, p, sb, AT_SYMLINK_NOFOLLOW) ||
+	    sb->st_ino != d->ino || sb->st_dev != d->dev)
+		return 0;
+	bbx_stat_memo_put(p, 2, 0, 0, sb); /* the kernel's own name, this directory's stat */
+	return 1;
+}
+
+int bbx_dname_known(const char *p, struct stat *sb)
+{
+	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
+	if (!s)
+		return 0;
+	for (int i = 0; i < BBX_DNAME_SLOTS; i++)
+		if (s->dname[i].ino && !strcmp(s->dname[i].path, p))
+			return dname_holds(&s->dname[i], p, sb);
+	return 0;
+}
+
 /* The name of the directory open as fd.  readlink of /proc/self/fd/N is the dearest
  * system call of a capture (~5 us here: a walk of procfs, then d_path), and rm -r,
  * find -delete and Python's shutil.rmtree make one call per entry through the same
- * descriptor.  So the names learnt are kept per thread by the directory's identity: an
- * fstat of the descriptor (~0.5 us) finds the entry, and a stat of the name proves it
- * still reaches that very directory now.  Nothing about descriptor numbers is trusted
- * (a number closed and reused behind libc's back finds no entry or fails the proof).
- * Either stat goes into the memo, where the capture's stat of the parent (DIRMETA, the
- * journal-directory check) finds it: with the proof, a call through a known directory
- * costs one fstat instead of readlink + stat.
+ * descriptor.  So the names learnt are kept (bbx_dname): an fstat of the descriptor
+ * (~0.5 us) finds the entry by the directory's identity, and an lstat of the name (the
+ * directory's stat that the capture needs anyway, for DIRMETA and the journal-directory
+ * check: it goes into the memo) shows it still reaches that very directory.  Nothing
+ * about descriptor numbers is trusted (a number closed and reused behind libc's back
+ * finds no entry or fails the check).
  *
- * The proof is by identity, not by spelling: if an ancestor of the name had since been
- * replaced by a symlink to the directory's new place, the name would still reach it.
- * The record then names a path that leads to the same directory, and the policy judges
- * that path: the directory could only have moved by a rename, which the policy judged
- * in this run (destination included), or by a process outside the run. */
+ * Identity alone would accept a name that now reaches the directory through a symlink
+ * (an ancestor renamed away, a symlink put in its place): the record and the policy
+ * would then see words that are not the kernel's name.  That takes a directory
+ * renamed or removed first, and every rename and rmdir of the run raises the run's
+ * namespace generation before and after the call (as does a symlink's creation), which
+ * voids every proof made before the change (bbx_dname_gen): the name is then read
+ * again.  A process outside the run renaming directories is seen by identity only. */
 static int dir_name(int fd, char *out, size_t cap)
 {
 	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
@@ -86,23 +138,17 @@ static int dir_name(int fd, char *out, size_t cap)
 	struct bbx_dname *d = &s->dname[fb.st_ino % BBX_DNAME_SLOTS];
 	size_t l = strlen(d->path);
 	if (d->ino == fb.st_ino && d->dev == fb.st_dev && l && l < cap &&
-	    bbx_sys_fstatat(AT_FDCWD, d->path, &pb, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    pb.st_ino == fb.st_ino && pb.st_dev == fb.st_dev) {
+	    dname_holds(d, d->path, &pb)) {
 		memcpy(out, d->path, l + 1);
-		bbx_stat_memo_put(out, 1, 0, 0, &pb);
 		return 0;
 	}
+	uint64_t gen = bbx_dname_gen();
 	int rc = bbx_path_fd(fd, out, cap);
 	if (rc)
 		return rc;
 	/* The kernel's own name, with the directory's stat of this instant. */
 	bbx_stat_memo_put(out, 2, 0, 0, &fb);
-	l = strlen(out);
-	if (l < sizeof d->path) {
-		d->dev = fb.st_dev;
-		d->ino = fb.st_ino;
-		memcpy(d->path, out, l + 1);
-	}
+	bbx_dname_put(out, &fb, gen);
 	return 0;
 }
 

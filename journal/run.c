@@ -178,6 +178,8 @@ fail:
 	return rc;
 }
 
+uint64_t *bbx_nsgen;
+
 int bbx_run_open(struct bbx_run *run, const char *dir)
 {
 	memset(run, 0, sizeof *run);
@@ -205,6 +207,7 @@ int bbx_run_open(struct bbx_run *run, const char *dir)
 	int rc = bbx_state_map(p, &run->st);
 	if (rc)
 		return rc;
+	__atomic_store_n(&bbx_nsgen, bbx_state_nsgen(run->st), __ATOMIC_RELEASE);
 	rc = bbx_writer_open(&run->w, dir);
 	if (rc) {
 		bbx_state_unmap(run->st);

@@ -41,6 +41,9 @@ int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta,
 
 /* Opens an existing journal directory for appending.  Returns 0 or -errno. */
 int bbx_run_open(struct bbx_run *run, const char *dir);
+/* The namespace generation word (state.h, bbx_state_nsgen) of the run last opened by
+ * bbx_run_open in this process; NULL before, or for a state file without one. */
+extern uint64_t *bbx_nsgen;
 void bbx_run_close(struct bbx_run *run);
 
 /* Resolves a journal argument: NULL/"latest" means the latest run of the state directory.

@@ -37,7 +37,8 @@ size_t bbx_state_lock_off(uint32_t nslots)
 #define HEAD_LOCK_OFF ((sizeof(struct bbx_state) + 63) & ~(size_t)63)
 #define HEAD_PROGS_OFF (HEAD_LOCK_OFF + 2 * LOCK_SPAN)
 #define HEAD_CLEAN_OFF (HEAD_PROGS_OFF + SPAN(BBX_STATE_PROGS, sizeof(struct bbx_state_prog)))
-#define HEAD_END (HEAD_CLEAN_OFF + BBX_STATE_CLEAN * sizeof(uint64_t))
+#define HEAD_NSGEN_OFF (HEAD_CLEAN_OFF + BBX_STATE_CLEAN * sizeof(uint64_t))
+#define HEAD_END (HEAD_NSGEN_OFF + sizeof(uint64_t))
 _Static_assert(HEAD_END <= BBX_STATE_HEAD, "the head fits in its page");
 
 static struct bbx_state_slot *slots(struct bbx_state *st)
@@ -102,6 +103,11 @@ uint64_t *bbx_state_clean(struct bbx_state *st)
 {
 	struct bbx_state_prog *p = bbx_state_progs(st);
 	return p ? (uint64_t *)((char *)p + SPAN(bbx_state_progs_n(st), sizeof *p)) : NULL;
+}
+
+uint64_t *bbx_state_nsgen(struct bbx_state *st)
+{
+	return st->version >= 5 ? (uint64_t *)((char *)st + HEAD_NSGEN_OFF) : NULL;
 }
 
 size_t bbx_state_clean_n(const struct bbx_state *st)

@@ -107,6 +107,13 @@ size_t bbx_state_progs_n(const struct bbx_state *st);
 uint64_t *bbx_state_clean(struct bbx_state *st);
 size_t bbx_state_clean_n(const struct bbx_state *st);
 
+/* The run's namespace generation (version 5: in the head page, after the clean table;
+ * NULL for older state files).  Raised before every rename, rmdir and symlink creation
+ * in the run: the calls that can change which directory a path of directories reaches.
+ * A process that proved a directory's name (journal/path.c, bbx_dname) trusts the
+ * proof only while the generation is the one it read before proving. */
+uint64_t *bbx_state_nsgen(struct bbx_state *st);
+
 /* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
 int bbx_state_create(const char *path);
 /* Maps an existing state file.  Returns 0 or -errno (-EINVAL: not a state file). */

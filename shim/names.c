@@ -23,6 +23,16 @@ static int cap_remove_at(const char *op, int dirfd, const char *path)
 #define REMOVE_BODY(opname, dirfd, path, realcall)                                          \
 	BBX_CAPTURE_THEN_CALL(opname, cap_remove_at(opname, dirfd, path), realcall)
 
+/* After a call that may have changed which directory a path reaches (a directory
+ * removed or renamed): the run's proofs of directory names made meanwhile, by any
+ * process, are void (journal/capture.h, bbx_dname).  The capture raised the generation
+ * before the call too. */
+static inline int ns_after(int r)
+{
+	bbx_nsgen_bump();
+	return r;
+}
+
 BBX_EXPORT int unlink(const char *path)
 {
 	REMOVE_BODY("unlink", AT_FDCWD, path, BBX_REAL(unlink)(path));
@@ -30,17 +40,19 @@ BBX_EXPORT int unlink(const char *path)
 
 BBX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
+	if (flags & AT_REMOVEDIR)
+		REMOVE_BODY("unlinkat", dirfd, path, ns_after(BBX_REAL(unlinkat)(dirfd, path, flags)));
 	REMOVE_BODY("unlinkat", dirfd, path, BBX_REAL(unlinkat)(dirfd, path, flags));
 }
 
 BBX_EXPORT int remove(const char *path)
 {
-	REMOVE_BODY("remove", AT_FDCWD, path, BBX_REAL(remove)(path));
+	REMOVE_BODY("remove", AT_FDCWD, path, ns_after(BBX_REAL(remove)(path)));
 }
 
 BBX_EXPORT int rmdir(const char *path)
 {
-	REMOVE_BODY("rmdir", AT_FDCWD, path, BBX_REAL(rmdir)(path));
+	REMOVE_BODY("rmdir", AT_FDCWD, path, ns_after(BBX_REAL(rmdir)(path)));
 }
 
 static int cap_rename_at(const char *op, int ofd, const char *from, int nfd, const char *to,
@@ -57,18 +69,20 @@ static int cap_rename_at(const char *op, int ofd, const char *from, int nfd, con
 
 BBX_EXPORT int rename(const char *from, const char *to)
 {
-	RENAME_BODY("rename", AT_FDCWD, from, AT_FDCWD, to, 0, BBX_REAL(rename)(from, to));
+	RENAME_BODY("rename", AT_FDCWD, from, AT_FDCWD, to, 0,
+		    ns_after(BBX_REAL(rename)(from, to)));
 }
 
 BBX_EXPORT int renameat(int ofd, const char *from, int nfd, const char *to)
 {
-	RENAME_BODY("renameat", ofd, from, nfd, to, 0, BBX_REAL(renameat)(ofd, from, nfd, to));
+	RENAME_BODY("renameat", ofd, from, nfd, to, 0,
+		    ns_after(BBX_REAL(renameat)(ofd, from, nfd, to)));
 }
 
 BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, unsigned flags)
 {
 	RENAME_BODY("renameat2", ofd, from, nfd, to, flags,
-		    BBX_REAL(renameat2)(ofd, from, nfd, to, flags));
+		    ns_after(BBX_REAL(renameat2)(ofd, from, nfd, to, flags)));
 }
 
 /* Body for calls that create one name.  An existing name makes the call fail with

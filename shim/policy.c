@@ -399,6 +399,20 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	size_t pl = slash == cur ? 1 : (size_t)(slash - cur);
 	memcpy(tmp, cur, pl);
 	tmp[pl] = 0;
+	struct stat sb;
+	/* A directory this thread proved before, still the same and no rename or rmdir in
+	 * the run since (journal/capture.h, bbx_dname): its lstat (which the capture needs
+	 * anyway) stands for the openat2, fstat and close.  Not for the open family, which
+	 * opens relative to the descriptor it decided on. */
+	if (!hold_fd && canonical(tmp) && bbx_dname_known(tmp, &sb)) {
+		int r = bbx_k_lstat(cur, &sb);
+		int e = r < 0 ? errno : 0;
+		if (follow && ((r == 0 && S_ISLNK(sb.st_mode)) || (r < 0 && e != ENOENT)))
+			return 0;
+		strcpy(out, cur);
+		return 1;
+	}
+	uint64_t gen = bbx_dname_gen();
 	int fd = open_dir_named(tmp, out);
 	if (fd < 0) {
 		/* No such parent: the call fails by itself, with or without a symlink to
@@ -419,7 +433,6 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 		return 0;
 	}
 	/* The caller may just have asked (mkdir, link: does the name exist?). */
-	struct stat sb;
 	int r = strcmp(out, tmp) ? -2 : bbx_stat_memo_get(cur, 0, &sb);
 	if (r == -2)
 		r = (int)BBX_REAL(syscall)(SYS_newfstatat, fd, last, &sb, AT_SYMLINK_NOFOLLOW);
@@ -429,11 +442,13 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 		return 0;
 	}
 	struct stat pb;
-	if (BBX_REAL(syscall)(SYS_fstat, fd, &pb) == 0)
+	if (BBX_REAL(syscall)(SYS_fstat, fd, &pb) == 0) {
 		/* follow 2: also the kernel's own name for it, in this epoch (the words
 		 * were opened without a symlink on the way): a second name in the same
 		 * directory (rename, link) needs no resolving (parent_resolved). */
 		bbx_stat_memo_put(out, strcmp(out, tmp) ? 1 : 2, 0, 0, &pb);
+		bbx_dname_put(out, &pb, gen); /* out: the kernel's name, either way */
+	}
 	if (ol > 1)
 		out[ol++] = '/';
 	memcpy(out + ol, last, ll + 1);

@@ -13,6 +13,8 @@ if op in ("rename", "link"):
 if op in ("unlink", "unlinkat"):
     for i in range(n):
         open("f%d" % i, "w").close()
+if op == "object":
+    os.makedirs("o/ab")
 if op == "unlinkat":
     os.mkdir("d")
     for i in range(n):
@@ -28,6 +30,13 @@ for i in range(n):
         os.unlink("f%d" % i)
     elif op == "unlinkat":
         os.unlink("f%d" % i, dir_fd=dfd)
+    elif op == "object":
+        # git's loose object: a temporary file in .git/objects/xx, linked to its name,
+        # then removed
+        t = "o/ab/tmp_obj_%d" % i
+        os.close(os.open(t, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o444))
+        os.link(t, "o/ab/obj%d" % i)
+        os.unlink(t)
     elif op == "createmeta":
         fd = os.open("f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.fchmod(fd, 0o644)

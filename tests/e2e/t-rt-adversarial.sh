@@ -223,6 +223,29 @@ else
 	same_inode "$W/hl/a" "$W/hl/b" "journal on another filesystem: hl/a and hl/b are one inode again"
 fi
 
+# A directory's name, once proved (journal/path.c, bbx_dname: by its descriptor or by
+# openat2 of canonical words), is trusted on later calls while an lstat of the name finds
+# the same directory.  With a/ renamed to c/ and a symlink a -> c put in its place, a/b
+# still reaches that directory: without the run's namespace generation (raised by the
+# rename), the unlink through the descriptor after the swap would be recorded as
+# .../a/b/f2, words the kernel does not use for it.  It must name c/b, the descriptor's
+# name.  (A call naming a path is recorded by its own words, .../a/b/f4: the undo walks
+# back through the same symlink.)
+W=$(ws)
+rt_case "a proved directory name after its parent was renamed and replaced by a symlink" "$W" \
+	'mkdir -p a/b && for f in 1 2 3 4; do echo $f >a/b/f$f; done && python3 -c "
+import os
+d = os.open(\"a/b\", os.O_RDONLY | os.O_DIRECTORY)
+os.unlink(\"f1\", dir_fd=d)
+os.unlink(\"a/b/f3\")
+os.rename(\"a\", \"c\")
+os.symlink(\"c\", \"a\")
+os.unlink(\"f2\", dir_fd=d)
+os.unlink(\"a/b/f4\")
+"' \
+	'bbx-log "$RT_J" | grep -q "delete unlinkat .*/c/b/f2 "' \
+	'! bbx-log "$RT_J" | grep -q "delete unlinkat .*/a/b/f2 "'
+
 # ======================================================================================
 # Part 2 - adversarial workloads that round-trip today (keep them working)
 # ======================================================================================

@@ -104,6 +104,16 @@ START_TEST(test_create_and_map)
 	ck_assert_uint_eq(bbx_state_next_seq(st), 4);
 	ck_assert_int_eq(bbx_state_raise(st2, 7, 8, BBX_LVL_SIZE), 0);
 	ck_assert_int_eq(bbx_state_level(st, 7, 8), BBX_LVL_SIZE);
+	/* The namespace generation: its own word in the head page, after the clean table
+	 * and before the slots, zero at creation, and shared like the counter. */
+	uint64_t *g = bbx_state_nsgen(st);
+	ck_assert_ptr_nonnull(g);
+	ck_assert((char *)g >= (char *)(bbx_state_clean(st) + BBX_STATE_CLEAN));
+	ck_assert((char *)(g + 1) <= base + BBX_STATE_HEAD);
+	ck_assert_uint_eq(*g, 0);
+	__atomic_add_fetch(bbx_state_nsgen(st2), 1, __ATOMIC_ACQ_REL);
+	ck_assert_uint_eq(*g, 1);
+	ck_assert_uint_eq(bbx_state_clean(st)[BBX_STATE_CLEAN - 1], 0);
 	bbx_state_unmap(st2);
 	/* Never created twice: an existing run's state is not reset. */
 	ck_assert_int_eq(bbx_state_create(p), -EEXIST);
@@ -180,6 +190,7 @@ START_TEST(test_map_version4)
 	ck_assert_uint_eq(bbx_state_progs_n(st), BBX_STATE_PROGS_V4);
 	ck_assert_ptr_eq(bbx_state_clean(st), base + off + 2 * lock + progs);
 	ck_assert_uint_eq(bbx_state_clean_n(st), BBX_STATE_CLEAN_V4);
+	ck_assert_ptr_null(bbx_state_nsgen(st)); /* no word: proofs of names are not kept */
 	ck_assert_uint_eq(bbx_state_next_seq(st), 1);
 	/* Its slots are where version 4 put them, right after the header: 20,000 raises
 	 * (some land in the table's last 252 slots, which a version 5 reading would place
