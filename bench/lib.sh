@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # bench/lib.sh - shared harness for the benchmarks (sourced, bash).  Each workload script
 # defines its untimed set-up/tear-down and calls `bench NAME CMD...`: every round runs
-# CMD once under each variant, alternating A B C D E A B C D E..., and `table` prints
+# CMD once under each variant, alternating, each round starting one variant later
+# (A B C D E, B C D E A, ...), and `table` prints
 # per variant the median, min-max, the ratio of medians to bare and, for bbx, the
 # journal size and the bytes preserved.  cpu_s is the user+system CPU time of the
 # command and its waited-for children (bash's `time`): less sensitive to other load on a
@@ -19,6 +20,8 @@
 #   BENCH_TMPDIR     where the work directory goes (default: the build tree; not /tmp,
 #                    which installwatch never backs up)
 #   BENCH_CACHE      one-time downloads (default bench/.cache in the source tree)
+#   BENCH_SYNC       1 (default): sync(1) after each set-up, before the clock starts, so
+#                    that the writeback of a copied tree is not paid by the timed run
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B=$(cd "${BBX_BUILDDIR:-$SRC}" && pwd)
@@ -134,10 +137,18 @@ fi
 bench() {
 	local name=$1 r v rc real user sys TIMEFORMAT='%3R %3U %3S'
 	shift
+	local order n=0
 	for r in $(seq "$ROUNDS"); do
-		for v in $ACTIVE; do
+		# Each round starts one variant later (A B C, B C A, C A B, ...): no variant
+		# always runs first, right after the previous round's tear-down.
+		order=$(echo $ACTIVE | awk -v k=$n '{for (i = 0; i < NF; i++) printf "%s ", $((i + k) % NF + 1)}')
+		n=$((n + 1))
+		for v in $order; do
 			discard "$J" "$IW"
 			(cd "$W" && setup)
+			# What set-up wrote (edit and build copy a tree of thousands of files) is
+			# flushed before the clock starts, not during the next variant's run.
+			[ "${BENCH_SYNC:-1}" = 1 ] && sync
 			rc=0
 			rm -f "$W/flt"
 			{ time { (cd "$WD" && "${VRUN[@]}" "$v" "$@") >"$W/out" 2>&1 || rc=$?; }; } 2>"$W/tm"
@@ -195,5 +206,5 @@ table() {
 			"$([ -s "$W/f.$name.$v" ] && med "$W/f.$name.$v" || echo -)" "$extra"
 	done
 	[ -s "$W/stats.$name" ] && sed 's/^/  bbx-log --stats: /' "$W/stats.$name"
-	echo "  ($ROUNDS rounds, alternating$(printf ' %s' $ACTIVE); $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
+	echo "  ($ROUNDS rounds, alternating$(printf ' %s' $ACTIVE), each round starting one later; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
 }
