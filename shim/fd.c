@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT
  *
- * fd.c - close, dup2, dup3, close_range, closefrom, fclose, dup: calls that
- * close or replace descriptors.  They change nothing on disk and record nothing.  They
- * tell the writer (journal/writer.h, descriptor generation) that its descriptor must be
- * verified again before the next record, which lets every other record skip that check
- * (two of its three system calls); and they forget the marks of descriptors a file was
- * created through (journal/capture.h, bbx_fdid) before the number can be reused.  A program that closes all descriptors, or dup2()s
- * over ours, is caught here; one that does so with a raw system call is caught by the
- * EBADF of the next write, or - if it also reopened something at that very number - is
- * the limitation the writer's comment states.
+ * fd.c - close, dup2, dup3, close_range, closefrom, fclose, dup: calls that close or
+ * replace descriptors.  They change nothing on disk and record nothing.  They tell the
+ * writer (journal/writer.h, descriptor generation) that its descriptor must be verified
+ * again before the next record, which lets every other record skip that check (two of
+ * its three system calls); and they forget the marks of descriptors a file was created
+ * through (journal/capture.h, bbx_fdid) before the number can be reused.  A program
+ * that closes all descriptors, or dup2()s over ours, is caught here; one that does so
+ * with a raw system call is caught by the EBADF of the next write, or - if it also
+ * reopened something at that very number - is the limitation the writer's comment
+ * states.
  */
 #include "shim.h"
 
@@ -90,8 +91,10 @@ BBX_EXPORT void closefrom(int lo)
  * (glibc's fcloseall only flushes: it closes no descriptor, and is not wrapped.) */
 BBX_EXPORT int fclose(FILE *f)
 {
-	if (f)
-		bbx_fdid_forget(fileno_unlocked(f), fileno_unlocked(f));
+	if (f) {
+		int fd = fileno_unlocked(f);
+		bbx_fdid_forget(fd, fd);
+	}
 	return BBX_REAL(fclose)(f);
 }
 

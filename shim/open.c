@@ -243,8 +243,8 @@ static FILE *do_freopen(const char *op, FILE *(*real)(const char *, const char *
 {
 	int fl = fmode_flags(mode);
 	int saved;
-	if (stream) /* its descriptor is closed inside libc (fd.c) */
-		bbx_fdid_forget(fileno_unlocked(stream), fileno_unlocked(stream));
+	int sfd = stream ? fileno_unlocked(stream) : -1;
+	bbx_fdid_forget(sfd, sfd); /* its descriptor is closed inside libc (fd.c) */
 	if (fl < 0 || !may_mutate(fl) || !bbx_enter(&saved))
 		return real(path, mode, stream);
 	struct bbx_pending pend = {0};

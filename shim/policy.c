@@ -350,12 +350,12 @@ static int always_writable(const char *p)
 static int canonical(const char *path);
 
 /* The directory dir opened O_PATH, its name as the kernel knows it in out (PATH_MAX):
- * with openat2(RESOLVE_NO_SYMLINKS) when the words are canonical (then they are the
- * name, and no readlink of /proc/self/fd is needed), else open and readlink.
- * Returns the descriptor, or -1. */
-static int open_dir_named(char *dir, char *out)
+ * with openat2(RESOLVE_NO_SYMLINKS) when the words are canonical (canon: the caller's
+ * canonical(dir); then they are the name, and no readlink of /proc/self/fd is needed),
+ * else open and readlink.  Returns the descriptor, or -1. */
+static int open_dir_named(char *dir, char *out, int canon)
 {
-	if (canonical(dir)) {
+	if (canon) {
 		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 				       .resolve = RESOLVE_NO_SYMLINKS};
 		int fd = (int)BBX_REAL(syscall)(SYS_openat2, AT_FDCWD, dir, &how, sizeof how,
@@ -400,11 +400,12 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	memcpy(tmp, cur, pl);
 	tmp[pl] = 0;
 	struct stat sb;
+	int canon = canonical(tmp);
 	/* A directory this thread proved before, still the same and no rename or rmdir in
 	 * the run since (journal/capture.h, bbx_dname): its lstat (which the capture needs
 	 * anyway) stands for the openat2, fstat and close.  Not for the open family, which
 	 * opens relative to the descriptor it decided on. */
-	if (!hold_fd && canonical(tmp) && bbx_dname_known(tmp, &sb)) {
+	if (!hold_fd && canon && bbx_dname_known(tmp, &sb)) {
 		int r = bbx_k_lstat(cur, &sb);
 		int e = r < 0 ? errno : 0;
 		if (follow && ((r == 0 && S_ISLNK(sb.st_mode)) || (r < 0 && e != ENOENT)))
@@ -413,7 +414,7 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 		return 1;
 	}
 	uint64_t gen = bbx_dname_gen();
-	int fd = open_dir_named(tmp, out);
+	int fd = open_dir_named(tmp, out, canon);
 	if (fd < 0) {
 		/* No such parent: the call fails by itself, with or without a symlink to
 		 * follow at the end; the general route would only open it again.  The
@@ -519,7 +520,7 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp, in
 	size_t pl = slash == cur ? 1 : (size_t)(slash - cur);
 	memcpy(tmp, cur, pl);
 	tmp[pl] = 0;
-	int fd = open_dir_named(tmp, out);
+	int fd = open_dir_named(tmp, out, canonical(tmp));
 	if (fd < 0) {
 		/* No such parent: the call fails by itself; decide on the words. */
 		memcpy(out, cur, strlen(cur) + 1);
