@@ -69,16 +69,25 @@ struct bbx_scratch *bbx_scratch(void)
 
 void bbx_scratch_atfork_child(void)
 {
+	/* Looked at first: a compare-and-exchange writes its page even when it fails, and
+	 * in a fork child that write is a copy-on-write fault (issue 5, spawn cost). */
 	int st = 1;
-	__atomic_compare_exchange_n(&scratch_key_state, &st, 3, 0, __ATOMIC_ACQ_REL,
-				    __ATOMIC_ACQUIRE); /* key creation cut off: go without */
+	if (__atomic_load_n(&scratch_key_state, __ATOMIC_ACQUIRE) == 1)
+		__atomic_compare_exchange_n(&scratch_key_state, &st, 3, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE); /* key creation cut off */
 }
 
 /* Inside the capture functions: the caller (shim wrapper or tool) obtained the scratch
  * already, so this cannot fail here. */
 #define tls (*scratch_tls)
 
-int (*bbx_cap_policy)(const char *op, const char *path, int fd, int follow);
+/* Weak, as are bbx_preserve_max and bbx_cap_oversize below: the shim defines its own,
+ * initialised statically (shim/policy.c, shim/preserve.c), so that no constructor has to
+ * write them in every process the shim is loaded into.  A statically initialised
+ * pointer is set by the dynamic linker on a page it relocates anyway; a constructor's
+ * store was a copy-on-write page fault of its own, two per process (issue 5). */
+__attribute__((weak)) int (*bbx_cap_policy)(const char *op, const char *path, int fd,
+					    int follow);
 
 /* The policy's say, first thing in every capture (NULL in the tools: bbx-undo restores
  * what the run was allowed to change). */
@@ -430,9 +439,9 @@ static int make_shard(struct bbx_run *run, const char *objpath)
 	return bbx_run_sync_mode(run) != BBX_SYNC_OFF ? sync_dir_of(d) : 0;
 }
 
-uint64_t bbx_preserve_max = UINT64_MAX;
-int (*bbx_cap_oversize)(const char *op, const char *path, const struct stat *sb,
-			struct bbx_oversize *out);
+__attribute__((weak)) uint64_t bbx_preserve_max = UINT64_MAX;
+__attribute__((weak)) int (*bbx_cap_oversize)(const char *op, const char *path,
+					      const struct stat *sb, struct bbx_oversize *out);
 
 /* A copy this large gets a NOTE before it starts: the call it precedes waits for it,
  * and bbx-log (--follow too) then shows why. */

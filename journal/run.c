@@ -249,7 +249,9 @@ __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec")));
 __thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial-exec")));
 
 int bbx_run_proc_pending;
-void (*bbx_run_prologue)(struct bbx_run *run);
+/* Weak, as is bbx_run_defer_on: the shim's definitions (shim/init.c) are initialised
+ * statically, not stored by its constructor (a page fault per process, issue 5). */
+__attribute__((weak)) void (*bbx_run_prologue)(struct bbx_run *run);
 
 /* The header's pid, ppid and uid are asked of the kernel once per process, not three
  * system calls per record.  ppid is therefore the parent the process started under (not
@@ -328,7 +330,7 @@ static void prologue_if_pending(struct bbx_run *run)
 		bbx_run_prologue(run);
 }
 
-int bbx_run_defer_on;
+__attribute__((weak)) int bbx_run_defer_on;
 __thread struct bbx_defer *bbx_run_defer_tls __attribute__((tls_model("initial-exec")));
 /* The buffer records were last deferred in, and the run they belong to.  Records are
  * deferred only while the process has a single thread, which never changes back once a

@@ -115,7 +115,8 @@ int bbx_writer_append(struct bbx_writer *w, const void *rec, size_t len)
 }
 
 unsigned bbx_writer_fd_gen = 1;
-int bbx_writer_gen_mode;
+/* Weak: the shim's definition (shim/init.c) is statically 1 (see capture.c's hooks). */
+__attribute__((weak)) int bbx_writer_gen_mode;
 
 void bbx_writer_fd_touched(const struct bbx_writer *w, int lo, int hi)
 {

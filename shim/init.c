@@ -286,12 +286,15 @@ static void atfork_child(void)
 
 void bbx_flush_pending(void)
 {
-	if (!bbx_run_defer_on || bbx_guard || !bbx_run_deferred())
-		return; /* nothing waits (or a capture of this thread is half-way: see run.h) */
+	/* Nothing waits unless the run is open (bbx_status, on a page the loader wrote
+	 * anyway: a process that never opened it, most of them, reads no other page here
+	 * on its way out), nor while a capture of this thread is half-way (run.h). */
+	if (!bbx_run_defer_on || bbx_guard || __atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) ||
+	    !bbx_run_deferred())
+		return;
 	int saved = errno;
 	bbx_guard = 1;
-	if (__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) == 0)
-		(void)bbx_run_flush(&bbx_run);
+	(void)bbx_run_flush(&bbx_run);
 	bbx_guard = 0;
 	errno = saved;
 }
@@ -318,15 +321,20 @@ void bbx_init(void)
 	bbx_guard = 1;
 	choose_run();
 	bbx_env_init();
-	bbx_writer_gen_mode = 1; /* fd.c tells the writer when to re-verify its descriptor */
-	bbx_run_defer_on = 1;	 /* RESULTs go out with the next record (run.h) */
 	pthread_atfork(atfork_prepare, NULL, atfork_child);
-	bbx_run_prologue = bbx_proc_prologue;
 	bbx_guard = g;
 	errno = saved;
 	__atomic_store_n(&bbx_inited, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
 }
+
+/* The journal library's process-wide settings, as the shim has them: these definitions
+ * replace the weak ones of journal/ (which the tools use) at link time, set by the
+ * dynamic linker on a page it writes anyway.  Stores from the constructor would cost
+ * every process one more page fault, on a page most never touch again (issue 5). */
+int bbx_writer_gen_mode = 1; /* fd.c tells the writer when to re-verify its descriptor */
+int bbx_run_defer_on = 1;    /* RESULTs go out with the next record (run.h) */
+void (*bbx_run_prologue)(struct bbx_run *run) = bbx_proc_prologue; /* PROC (proc.c) */
 
 const char *bbx_argv_saved;
 size_t bbx_argv_len;

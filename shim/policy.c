@@ -645,10 +645,9 @@ int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode)
 	return r;
 }
 
-__attribute__((constructor(101))) static void policy_ctor(void)
-{
-	bbx_cap_policy = write_hook;
-}
+/* The capture's policy hook (journal/capture.h): this definition replaces the weak one
+ * there, set at load time rather than by a constructor's store. */
+int (*bbx_cap_policy)(const char *op, const char *path, int fd, int follow) = write_hook;
 
 /* ---- reads ---------------------------------------------------------------------- */
 

@@ -70,8 +70,8 @@ static int oversize(const char *op, const char *path, const struct stat *sb,
 	return bbx_pol_report(op, BBX_ACC_WRITE, path, NULL, NULL, NULL, NULL, &v);
 }
 
-__attribute__((constructor(101))) static void preserve_ctor(void)
-{
-	bbx_cap_oversize = oversize;
-	bbx_preserve_max = 0; /* not known until the policy is: ask once */
-}
+/* These replace capture.c's weak definitions (no constructor stores them): the hook,
+ * and a limit of 0, "not known until the policy is", so that the first copy asks once. */
+uint64_t bbx_preserve_max = 0;
+int (*bbx_cap_oversize)(const char *op, const char *path, const struct stat *sb,
+			struct bbx_oversize *out) = oversize;
