@@ -118,8 +118,12 @@ void bbx_scratch_atfork_child(void);
 
 /* The policy's say on a mutation, asked first by every bbx_cap_* function that
  * mutates.  Set by the shim; NULL in the tools.  path is the absolute target as the call
- * names it (NULL when the call acts on fd); follow: the call follows a final symlink.
- * Returns 0, or -errno to refuse (having written the DENY record). */
+ * names it (NULL when the call acts on fd); follow: 1 the call follows a final symlink, 0
+ * it does not, BBX_POL_NEWNAME it does not and the capture will not look at the name
+ * either (O_CREAT|O_EXCL, mkstemp: the call fails on any existing name), so nothing
+ * needs a lookup of it.  Returns 0, or -errno to refuse (having written the DENY
+ * record). */
+#define BBX_POL_NEWNAME 2
 extern int (*bbx_cap_policy)(const char *op, const char *path, int fd, int follow);
 
 /* [journal] max_preserve.  Before a pre-image copy (content form, or a removal whose
@@ -150,6 +154,11 @@ struct bbx_pending {
  * BBX_KIND_*; target is the symlink content or the link source (may be NULL). */
 int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int kind,
 		   uint32_t mode, const char *target, struct bbx_pending *pend);
+/* The same for a call that itself fails on any existing name (mkstemp's O_CREAT|O_EXCL,
+ * mkdtemp's mkdir): the CREATE says HOW = excl, and whether the name existed is left to
+ * the call (journal-format.md 5.3). */
+int bbx_cap_create_excl(struct bbx_run *run, const char *op, const char *path, int kind,
+			uint32_t mode, struct bbx_pending *pend);
 /* After the call of a pending creation: RESULT with the outcome and the new inode (from
  * fd if >= 0, else lstat of the path).  The inode joins the captured set as created. */
 void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend, long ret,

@@ -80,7 +80,7 @@ const char *bbx_rec_type_name(int type)
 const char *bbx_how_name(int how)
 {
 	static const char *const n[] = {"none", "link", "copy", "reflink", "inline", "lost",
-					"alias"};
+					"alias", "excl"};
 	return how >= 0 && how < (int)(sizeof n / sizeof n[0]) ? n[how] : "?";
 }
 

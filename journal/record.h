@@ -130,6 +130,8 @@ enum bbx_how {
 	BBX_HOW_INLINE = 4,  /* everything needed is in the record (symlink, special) */
 	BBX_HOW_LOST = 5,    /* could not be kept and the policy allowed it: unrecoverable */
 	BBX_HOW_ALIAS = 6,   /* another name of the same inode survives: PATH2 names it */
+	BBX_HOW_EXCL = 7,    /* CREATE: the name was not looked up first; the call makes a
+			      * new inode or fails with EEXIST (O_CREAT|O_EXCL, mkstemp) */
 };
 
 enum bbx_meta_mask {

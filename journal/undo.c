@@ -318,6 +318,15 @@ static void meta_from(struct ctx *c, const char *path, const struct bbx_rec *r, 
 		fail(c, "restoring metadata of", path, rc);
 }
 
+/* The resolution of the clock file systems stamp birth times with (one tick, 1-10 ms). */
+static uint64_t coarse_tick_ns(void)
+{
+	struct timespec res;
+	if (clock_getres(CLOCK_REALTIME_COARSE, &res) || res.tv_sec || !res.tv_nsec)
+		return 4000000ull; /* HZ=250 */
+	return (uint64_t)res.tv_nsec;
+}
+
 static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_undo_step *st)
 {
 	struct stat sb;
@@ -340,14 +349,35 @@ static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_u
 		/* No RESULT (killed mid-call, or created by a spawned child): only remove what
 		 * was born after the record; anything older is someone else's. */
 		struct statx sx;
-		if (statx(AT_FDCWD, r->path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) == 0 &&
-		    (sx.stx_mask & STATX_BTIME)) {
-			uint64_t born = (uint64_t)sx.stx_btime.tv_sec * 1000000000ull +
-					sx.stx_btime.tv_nsec;
-			if (born + 20000000ull < r->h.realtime_ns) {
-				move_aside(c, r->path, "predates this run's creation record");
+		int known = statx(AT_FDCWD, r->path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) == 0 &&
+			    (sx.stx_mask & STATX_BTIME);
+		uint64_t born = known ? (uint64_t)sx.stx_btime.tv_sec * 1000000000ull +
+						sx.stx_btime.tv_nsec
+				      : 0;
+		if (r->how == BBX_HOW_EXCL) {
+			/* The name was not looked up before the call, which fails on any existing
+			 * name (O_CREAT|O_EXCL, mkstemp): a file born before the record was there
+			 * already, the call failed, and it is left alone.  Birth times come from
+			 * the coarse clock, up to one tick behind the record's: one born within
+			 * that tick is taken for the call's own.  Without a birth time nothing
+			 * tells them apart: left as it is, and reported. */
+			if (!known) {
+				c->s->errors++;
+				if (c->o->out)
+					fprintf(c->o->out,
+						"uncertain: %s: no birth time to tell whether this run "
+						"created it (its process died before the result); left "
+						"as it is\n",
+						r->path);
 				return;
 			}
+			if (born + coarse_tick_ns() <= r->h.realtime_ns) {
+				say(c, "kept (there before the run's O_EXCL create failed)", r->path);
+				return;
+			}
+		} else if (known && born + 20000000ull < r->h.realtime_ns) {
+			move_aside(c, r->path, "predates this run's creation record");
+			return;
 		}
 	}
 	/* A hard link the run made: its inode lives on under the name it was linked from,

@@ -389,6 +389,9 @@ static int open_dir_named(char *dir, char *out, int canon)
 static int resolve_parent_first(const char *cur, int follow, char *out, char *tmp, int *hold_fd,
 				char *hold_name)
 {
+	/* BBX_POL_NEWNAME: neither the decision nor the capture looks at the name itself. */
+	int look = follow != BBX_POL_NEWNAME;
+	follow = follow == 1;
 	const char *slash = strrchr(cur, '/');
 	if (!slash)
 		return 0;
@@ -406,6 +409,10 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	 * anyway) stands for the openat2, fstat and close.  Not for the open family, which
 	 * opens relative to the descriptor it decided on. */
 	if (!hold_fd && canon && bbx_dname_known(tmp, &sb)) {
+		if (!look) {
+			strcpy(out, cur);
+			return 1;
+		}
 		int r = bbx_k_lstat(cur, &sb);
 		int e = r < 0 ? errno : 0;
 		if (follow && ((r == 0 && S_ISLNK(sb.st_mode)) || (r < 0 && e != ENOENT)))
@@ -434,7 +441,7 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 		return 0;
 	}
 	/* The caller may just have asked (mkdir, link: does the name exist?). */
-	int r = strcmp(out, tmp) ? -2 : bbx_stat_memo_get(cur, 0, &sb);
+	int r = !look ? -3 : strcmp(out, tmp) ? -2 : bbx_stat_memo_get(cur, 0, &sb);
 	if (r == -2)
 		r = (int)BBX_REAL(syscall)(SYS_newfstatat, fd, last, &sb, AT_SYMLINK_NOFOLLOW);
 	int e = r < 0 ? errno : 0;
@@ -453,7 +460,8 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 	if (ol > 1)
 		out[ol++] = '/';
 	memcpy(out + ol, last, ll + 1);
-	bbx_stat_memo_put(out, 0, r, e, &sb);
+	if (look)
+		bbx_stat_memo_put(out, 0, r, e, &sb);
 	if (hold_fd) {
 		*hold_fd = fd;
 		memcpy(hold_name, last, ll + 1);
@@ -484,7 +492,7 @@ static int resolve_target(const char *path, int follow, char *out, char *tmp, in
 		memcpy(out, cur, l + 1); /* no such parent: decide on the words */
 		return 0;
 	}
-	if (follow) {
+	if (follow == 1) {
 		int fd = open(cur, O_PATH | O_CLOEXEC);
 		if (fd >= 0) {
 			int rc = bbx_path_fd(fd, out, PATH_MAX);
@@ -572,7 +580,8 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 		return 0;
 	struct bbx_scratch *s = bbx_scratch();
 	char *res = s->lnk;
-	if (path && !follow &&
+	int nofollow = !follow || follow == BBX_POL_NEWNAME;
+	if (path && nofollow &&
 	    (path == bbx_path_parent_real || parent_resolved(path)) &&
 	    strlen(path) < PATH_MAX) {
 		/* Its directory is already the kernel's name (bbx_path_abs): nothing to

@@ -48,9 +48,9 @@ static int gen_temp(const char *op, char *tmpl, int suffixlen, int flags, int di
 		struct bbx_pending pend;
 		rc = bbx_path_abs(AT_FDCWD, tmpl, bbx_tp.a, PATH_MAX);
 		if (!rc)
-			rc = bbx_cap_create(&bbx_run, op, bbx_tp.a,
-					    dir ? BBX_KIND_DIR : BBX_KIND_FILE, dir ? 0700 : 0600,
-					    NULL, &pend);
+			rc = bbx_cap_create_excl(&bbx_run, op, bbx_tp.a,
+						 dir ? BBX_KIND_DIR : BBX_KIND_FILE,
+						 dir ? 0700 : 0600, &pend);
 		if (rc)
 			return bbx_refuse(rc);
 		int r = dir ? BBX_REAL(mkdir)(tmpl, 0700)

@@ -612,7 +612,7 @@ static void print_record(FILE *o, const struct bbx_rec *r)
 		fprintf(o, " kind=%s", bbx_kind_name((int)r->kind));
 		break;
 	}
-	if (r->type == BBX_REC_PRESERVE)
+	if (r->type == BBX_REC_PRESERVE || (r->type == BBX_REC_CREATE && r->how))
 		fprintf(o, " how=%s", bbx_how_name((int)r->how));
 	if (r->object)
 		fprintf(o, " obj=%s", r->object);

@@ -137,7 +137,7 @@ void bbx_log_print_json(FILE *o, const struct ev *e)
 	case BBX_REC_CREATE: case BBX_REC_PRESERVE: case BBX_REC_FINAL: case BBX_REC_RENAME:
 		json_kstr(o, &f, "kind", bbx_kind_name((int)r->kind));
 	}
-	if (r->type == BBX_REC_PRESERVE)
+	if (r->type == BBX_REC_PRESERVE || (r->type == BBX_REC_CREATE && r->how))
 		json_kstr(o, &f, "how", bbx_how_name((int)r->how));
 	json_kstr(o, &f, "object", r->object);
 	if (r->has_size)

@@ -517,6 +517,43 @@ os.rename(\"data/tmpname\", \"data/blob.bin\")
 "' \
 	'[ -f src/materialised ] && [ "$(cat data/blob.bin)" = replacement ]'
 
+# O_CREAT|O_EXCL is recorded without a lookup of the name first (issue 5: a negative
+# lookup per file tar extracts), as HOW = excl.  On a name that exists the call fails with
+# EEXIST, and a CREATE stands in the journal for a file the run did not make: undo must
+# leave it alone, with the failed RESULT, and with no RESULT at all (the second process is
+# killed before its deferred RESULT goes out, so undo has only birth times to go by).  A
+# file the call did make, its process killed before the RESULT, is removed.
+W=$(ws)
+rt_case "O_CREAT|O_EXCL on existing names (EEXIST), one process killed before its RESULT" "$W" \
+	'"$PY" -c "
+import os
+for p in (\"docs/README.md\", \"src\", \"data/blob.bin\"):
+    try:
+        os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        raise SystemExit(\"created \" + p)
+    except FileExistsError:
+        pass
+" && "$PY" -c "
+import os, signal
+try:
+    os.open(\"src/main.c\", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+except FileExistsError:
+    os.kill(os.getpid(), signal.SIGKILL)
+"; "$PY" -c "
+import os, signal
+os.open(\"docs/made-then-killed\", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+os.kill(os.getpid(), signal.SIGKILL)
+"; echo made > new-file' \
+	'[ -f new-file ] && [ -f src/main.c ] && [ -f docs/README.md ] && [ -f docs/made-then-killed ]'
+bbx-log --records "$RT_J" >"$T_TMP/excl.log" 2>&1
+grep -qE " RESULT [^ ]+ $W/docs/README\.md .*err=EEXIST" "$T_TMP/excl.log" &&
+	grep -qE " CREATE [^ ]+ $W/src/main\.c .*how=excl" "$T_TMP/excl.log" &&
+	! grep -qE " RESULT [^ ]+ $W/src/main\.c " "$T_TMP/excl.log" &&
+	! grep -qE " RESULT [^ ]+ $W/docs/made-then-killed " "$T_TMP/excl.log"
+rc=$?
+[ $rc -ne 0 ] && rt_showerr "$T_TMP/excl.log"
+ok $rc "O_CREAT|O_EXCL on existing names: CREATE with RESULT err=EEXIST, and one with no RESULT"
+
 W=$(ws)
 rt_case "posix_spawn file actions: O_TRUNC, O_APPEND and O_CREAT opens in the child" "$W" \
 	'"$PY" -c "
