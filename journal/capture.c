@@ -111,6 +111,30 @@ static int in_journal_dir(const struct bbx_run *run, const char *path)
  * must hold the real ones. */
 __thread uint64_t bbx_stat_epoch __attribute__((tls_model("initial-exec")));
 
+void bbx_at_set(int fd, const char *name, const char *abs)
+{
+	struct bbx_scratch *s = scratch_tls;
+	size_t l = strnlen(abs, BBX_MEMO_PATH);
+	if (!s || !bbx_stat_epoch || l >= BBX_MEMO_PATH || !name || !*name || name[0] == '/')
+		return;
+	memcpy(s->at.path, abs, l + 1);
+	s->at.fd = fd;
+	s->at.name = name;
+	s->at.epoch = bbx_stat_epoch;
+}
+
+/* The directory and name to reach p by: the call's own (bbx_at_set), or p itself. */
+static int at_of(const char *p, const char **name)
+{
+	struct bbx_scratch *s = scratch_tls;
+	if (s && bbx_stat_epoch && s->at.epoch == bbx_stat_epoch && !strcmp(p, s->at.path)) {
+		*name = s->at.name;
+		return s->at.fd;
+	}
+	*name = p;
+	return AT_FDCWD;
+}
+
 /* newfstatat through the memo (capture.h): the same question in the same epoch gets
  * the same answer, errno included. */
 static int k_statat(const char *p, struct stat *sb, int follow)
@@ -118,7 +142,9 @@ static int k_statat(const char *p, struct stat *sb, int follow)
 	int r = bbx_stat_memo_get(p, follow, sb);
 	if (r != -2)
 		return r;
-	int e = bbx_sys_fstatat(AT_FDCWD, p, sb, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+	const char *name;
+	int dfd = at_of(p, &name);
+	int e = bbx_sys_fstatat(dfd, name, sb, follow ? 0 : AT_SYMLINK_NOFOLLOW);
 	r = e ? -1 : 0;
 	if (e)
 		errno = -e;
@@ -923,10 +949,14 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		 * later rename-back still recognises it by inode number. */
 		if ((rc = bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj)))
 			return rc;
-		int lk = bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0);
+		const char *name;
+		int dfd = at_of(path, &name);
+		int lk = bbx_sys.linkat(dfd, name, AT_FDCWD, tls.obj, 0);
 		if (lk < 0 && errno == ENOENT && k_lstat(path, &(struct stat){0}) == 0 &&
-		    make_shard(run, tls.obj) == 0)
-			lk = bbx_sys.linkat(AT_FDCWD, path, AT_FDCWD, tls.obj, 0);
+		    make_shard(run, tls.obj) == 0) {
+			dfd = at_of(path, &name); /* the shard ended the epoch: abs from now on */
+			lk = bbx_sys.linkat(dfd, name, AT_FDCWD, tls.obj, 0);
+		}
 		memo_forget(); /* the target's link count and ctime moved */
 		if (lk == 0) {
 			how = BBX_HOW_LINK;

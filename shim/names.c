@@ -17,7 +17,11 @@
 static int cap_remove_at(const char *op, int dirfd, const char *path)
 {
 	int rc = bbx_path_abs(dirfd, path, bbx_tp.a, PATH_MAX);
-	return rc ? rc : bbx_cap_remove(&bbx_run, op, bbx_tp.a);
+	if (rc)
+		return rc;
+	if (path[0] != '/')
+		bbx_at_set(dirfd, path, bbx_tp.a); /* stat and link it the way the call names it */
+	return bbx_cap_remove(&bbx_run, op, bbx_tp.a);
 }
 
 #define REMOVE_BODY(opname, dirfd, path, realcall)                                          \

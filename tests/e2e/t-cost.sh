@@ -6,12 +6,12 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 21
+plan 22
 
 N=100
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
 if ! command -v strace >/dev/null 2>&1; then
-	for _ in $(seq 21); do skip "strace not installed"; done
+	for _ in $(seq 22); do skip "strace not installed"; done
 	exit 0
 fi
 # between FILE: the system calls between the markers (signals and exits not counted).
@@ -37,6 +37,9 @@ cost() {
 	fi
 	WRITES=$(($(between "$T_TMP/bbx.st" | grep -c 'write(900,') * 100 / N))
 	PROCFD=$(between "$T_TMP/bbx.st" | grep -c 'readlink("/proc/self/fd/')
+	# The entry itself stated or linked by an absolute path, when the call named it
+	# relative to a descriptor (bbx_at_set: the lookup the call makes, not a walk from /).
+	ABSENTRY=$(between "$T_TMP/bbx.st" | grep -cE '(newfstatat|linkat)\(AT_FDCWD, "/[^"]*/f[0-9]+"')
 	diag "$1: $b system calls bare, $j under bbx: +$EXTRA/100 per call, $WRITES/100 journal writes per call"
 }
 # budget OP MAX_EXTRA MAX_WRITES DESC (both x100 per call)
@@ -63,6 +66,7 @@ budget createmeta 400 100 "as create; fchmod, fchown and futimens of the new des
 # is learnt once (readlink of /proc/self/fd), then proved by identity (journal/path.c).
 budget unlinkat 400 100 "fstat of the descriptor, lstat of its known name (the directory's stat for the capture), lstat of the entry, one write"
 [ "$PROCFD" -le 1 ]; ok $? "unlinkat: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"
+[ "$ABSENTRY" -eq 0 ]; ok $? "unlinkat: the entries stated and linked through the descriptor, never by absolute path ($ABSENTRY times)"
 # git's loose object (create in .git/objects/xx, link to its name, unlink): the second and
 # third calls find the directory proved by the first (journal/path.c, bbx_dname: an lstat
 # instead of openat2, fstat and close).  Per object, three records.
