@@ -117,20 +117,22 @@ void bbx_at_set(int fd, const char *name, const char *abs)
 	size_t l = strnlen(abs, BBX_MEMO_PATH);
 	if (!s || !bbx_stat_epoch || l >= BBX_MEMO_PATH || !name || !*name || name[0] == '/')
 		return;
-	memcpy(s->at.path, abs, l + 1);
-	s->at.fd = fd;
-	s->at.name = name;
-	s->at.epoch = bbx_stat_epoch;
+	struct bbx_at *a = &s->at[s->at_next++ & 1];
+	memcpy(a->path, abs, l + 1);
+	a->fd = fd;
+	a->name = name;
+	a->epoch = bbx_stat_epoch;
 }
 
 /* The directory and name to reach p by: the call's own (bbx_at_set), or p itself. */
 static int at_of(const char *p, const char **name)
 {
 	struct bbx_scratch *s = scratch_tls;
-	if (s && bbx_stat_epoch && s->at.epoch == bbx_stat_epoch && !strcmp(p, s->at.path)) {
-		*name = s->at.name;
-		return s->at.fd;
-	}
+	for (int i = 0; s && bbx_stat_epoch && i < 2; i++)
+		if (s->at[i].epoch == bbx_stat_epoch && !strcmp(p, s->at[i].path)) {
+			*name = s->at[i].name;
+			return s->at[i].fd;
+		}
 	*name = p;
 	return AT_FDCWD;
 }

@@ -50,12 +50,13 @@ struct bbx_scratch {
 		uint64_t dev, ino, gen;
 		char path[BBX_MEMO_PATH];
 	} dname[BBX_DNAME_SLOTS];
-	struct bbx_at { /* the call's own relative form of its target (bbx_at_set) */
+	struct bbx_at { /* the call's own relative forms of its targets (bbx_at_set) */
 		uint64_t epoch;
 		int fd;
 		const char *name;
 		char path[BBX_MEMO_PATH];
-	} at;
+	} at[2];
+	unsigned at_next;
 };
 
 /* The capture's stat calls, and getcwd, answered once per epoch: one capture asks about
@@ -79,11 +80,12 @@ int bbx_stat_memo_get(const char *p, int follow, struct stat *sb);
 int bbx_stat_memo_kname(const char *p, size_t l);
 /* lstat(2) through the kernel and the memo (what the capture itself uses). */
 int bbx_k_lstat(const char *p, struct stat *sb);
-/* The call being captured names its target as name relative to the directory fd
+/* The call being captured names a target as name relative to the directory fd
  * (AT_FDCWD: the working directory), and abs is the absolute path bbx_path_abs made of
  * the two in this epoch.  Until the epoch ends, the capture's lstat of abs and its hard
  * link of abs into objects/ go through (fd, name): the lookup the call itself will make,
- * instead of a walk from the root (rm -r, git's objects: 9 components against 1-4). */
+ * instead of a walk from the root (rm -r, git's objects: 9 components against 1-4).  Two
+ * are kept, for the two names of a rename or a link. */
 void bbx_at_set(int fd, const char *name, const char *abs);
 /* getcwd(3) through the memo (path.c).  Returns 0 or -errno. */
 int bbx_path_cwd(char *out, size_t cap);

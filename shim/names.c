@@ -65,7 +65,13 @@ static int cap_rename_at(const char *op, int ofd, const char *from, int nfd, con
 	int rc = bbx_path_abs(ofd, from, bbx_tp.a, PATH_MAX);
 	if (!rc)
 		rc = bbx_path_abs(nfd, to, bbx_tp.b, PATH_MAX);
-	return rc ? rc : bbx_cap_rename(&bbx_run, op, bbx_tp.a, bbx_tp.b, flags);
+	if (rc)
+		return rc;
+	if (from[0] != '/')
+		bbx_at_set(ofd, from, bbx_tp.a);
+	if (to[0] != '/')
+		bbx_at_set(nfd, to, bbx_tp.b);
+	return bbx_cap_rename(&bbx_run, op, bbx_tp.a, bbx_tp.b, flags);
 }
 
 #define RENAME_BODY(opname, ofd, from, nfd, to, flags, realcall)                           \
@@ -107,6 +113,8 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 			rc_ = bbx_usable();                                                 \
 		if (!rc_)                                                                   \
 			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
+		if (!rc_ && (path)[0] != '/')                                               \
+			bbx_at_set((dirfd), (path), bbx_tp.a);                              \
 		if (!rc_ && bbx_k_lstat(bbx_tp.a, &sb_) < 0)                                \
 			rc_ = bbx_cap_create(&bbx_run, opname, bbx_tp.a, (kind), (mode),    \
 					     (target), &pend_);                             \
@@ -117,6 +125,8 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 		int e_ = errno;                                                             \
 		if (bbx_call_end(gen_))                                                     \
 			pend_.path = NULL; /* scratch reused by a signal handler */        \
+		else if (r_ == 0 && (path)[0] != '/')                                       \
+			bbx_at_set((dirfd), (path), pend_.path); /* the RESULT's lstat */  \
 		bbx_cap_done(&bbx_run, opname, &pend_, r_, e_, -1);                         \
 		bbx_leave(r_ < 0 ? e_ : saved_);                                            \
 		return r_;                                                                  \
