@@ -124,17 +124,58 @@ void bbx_at_set(int fd, const char *name, const char *abs)
 	a->epoch = bbx_stat_epoch;
 }
 
-/* The directory and name to reach p by: the call's own (bbx_at_set), or p itself. */
-static int at_of(const char *p, const char **name)
+/* A relative name whose directory part is the directory abs's parent names: no ".",
+ * ".." or empty component, no trailing slash. */
+static int clean_relative(const char *name)
+{
+	if (name[0] == '/' || !strcmp(name, ".") || !strcmp(name, "..") || strstr(name, "//"))
+		return 0;
+	size_t l = strlen(name);
+	if (name[l - 1] == '/' || !strncmp(name, "./", 2) || !strncmp(name, "../", 3))
+		return 0;
+	for (const char *q = name; (q = strstr(q, "/.")); q += 2)
+		if (!q[2] || q[2] == '/' || (q[2] == '.' && (!q[3] || q[3] == '/')))
+			return 0;
+	return 1;
+}
+
+/* The directory and name to reach p by: the call's own (bbx_at_set), or p itself.  p may
+ * also be the parent directory of a name set there (the capture's DIRMETA stat): then
+ * the name's directory part, copied into dir (BBX_MEMO_PATH), or "" for the directory
+ * descriptor itself (AT_EMPTY_PATH in *flags). */
+static int at_of_dir(const char *p, const char **name, char *dir, int *flags)
 {
 	struct bbx_scratch *s = scratch_tls;
-	for (int i = 0; s && bbx_stat_epoch && i < 2; i++)
-		if (s->at[i].epoch == bbx_stat_epoch && !strcmp(p, s->at[i].path)) {
-			*name = s->at[i].name;
-			return s->at[i].fd;
+	for (int i = 0; s && bbx_stat_epoch && i < 2; i++) {
+		const struct bbx_at *a = &s->at[i];
+		if (a->epoch != bbx_stat_epoch)
+			continue;
+		if (!strcmp(p, a->path)) {
+			*name = a->name;
+			return a->fd;
 		}
+		size_t l = strlen(p);
+		if (!dir || strncmp(p, a->path, l) || a->path[l] != '/' || l < 1 ||
+		    strchr(a->path + l + 1, '/') || !clean_relative(a->name))
+			continue;
+		const char *slash = strrchr(a->name, '/');
+		if (!slash) {
+			dir[0] = 0;
+			*flags |= AT_EMPTY_PATH;
+		} else {
+			memcpy(dir, a->name, (size_t)(slash - a->name));
+			dir[slash - a->name] = 0;
+		}
+		*name = dir;
+		return a->fd;
+	}
 	*name = p;
 	return AT_FDCWD;
+}
+
+static int at_of(const char *p, const char **name)
+{
+	return at_of_dir(p, name, NULL, NULL);
 }
 
 /* newfstatat through the memo (capture.h): the same question in the same epoch gets
@@ -145,8 +186,10 @@ static int k_statat(const char *p, struct stat *sb, int follow)
 	if (r != -2)
 		return r;
 	const char *name;
-	int dfd = at_of(p, &name);
-	int e = bbx_sys_fstatat(dfd, name, sb, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+	char dir[BBX_MEMO_PATH];
+	int flags = follow ? 0 : AT_SYMLINK_NOFOLLOW;
+	int dfd = at_of_dir(p, &name, dir, &flags);
+	int e = bbx_sys_fstatat(dfd, name, sb, flags);
 	r = e ? -1 : 0;
 	if (e)
 		errno = -e;
