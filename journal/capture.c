@@ -114,8 +114,10 @@ __thread uint64_t bbx_stat_epoch __attribute__((tls_model("initial-exec")));
 void bbx_at_set(int fd, const char *name, const char *abs)
 {
 	struct bbx_scratch *s = scratch_tls;
+	if (!s || !bbx_stat_epoch || !abs || !name || !*name || name[0] == '/')
+		return;
 	size_t l = strnlen(abs, BBX_MEMO_PATH);
-	if (!s || !bbx_stat_epoch || l >= BBX_MEMO_PATH || !name || !*name || name[0] == '/')
+	if (l >= BBX_MEMO_PATH)
 		return;
 	struct bbx_at *a = &s->at[s->at_next++ & 1];
 	memcpy(a->path, abs, l + 1);

@@ -125,7 +125,7 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 		int e_ = errno;                                                             \
 		if (bbx_call_end(gen_))                                                     \
 			pend_.path = NULL; /* scratch reused by a signal handler */        \
-		else if (r_ == 0 && (path)[0] != '/')                                       \
+		else if (r_ == 0 && pend_.path && (path)[0] != '/')                         \
 			bbx_at_set((dirfd), (path), pend_.path); /* the RESULT's lstat */  \
 		bbx_cap_done(&bbx_run, opname, &pend_, r_, e_, -1);                         \
 		bbx_leave(r_ < 0 ? e_ : saved_);                                            \
