@@ -774,6 +774,7 @@ static int create_record(struct bbx_run *run, const char *op, const char *path, 
 		return rc;
 	pend->seq = seq;
 	pend->kind = kind;
+	pend->excl = how == BBX_HOW_EXCL;
 	pend->path = path;
 	return 0;
 }
@@ -801,9 +802,15 @@ void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend,
 		bbx_enc_u64(&e, BBX_T_INO, sb.st_ino);
 	}
 	/* A lost RESULT only makes undo more careful (it then checks birth time), so an
-	 * error here does not undo the call that already happened. */
-	if (bbx_run_emit_later(run, &e, bbx_state_next_seq(run->st)) == 0 && have &&
-	    pend->kind != BBX_KIND_HARDLINK) {
+	 * error here does not undo the call that already happened.  An exclusive create
+	 * that failed writes its RESULT at once: that name was not looked up before, and
+	 * without the RESULT undo could tell the file that was there only by its birth time
+	 * (journal-format.md 5.3), so the window in which a kill loses it stays microseconds
+	 * long, not until the process's next record. */
+	uint64_t rseq = bbx_state_next_seq(run->st);
+	int erc = pend->excl && ret < 0 ? bbx_run_emit(run, &e, rseq)
+					: bbx_run_emit_later(run, &e, rseq);
+	if (erc == 0 && have && pend->kind != BBX_KIND_HARDLINK) {
 		raise_to(run, &sb, BBX_LVL_CREATED);
 		if (fd >= 0)
 			bbx_fdid_set(fd, sb.st_dev, sb.st_ino);

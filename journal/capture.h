@@ -161,6 +161,7 @@ extern int (*bbx_cap_oversize)(const char *op, const char *path, const struct st
 struct bbx_pending {
 	uint64_t seq;     /* 0 = nothing pending */
 	int kind;
+	int excl;	  /* the CREATE said how=excl: a failure's RESULT is written at once */
 	const char *path; /* points into the caller's buffer; NULL once it is not valid */
 };
 

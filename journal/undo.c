@@ -318,14 +318,10 @@ static void meta_from(struct ctx *c, const char *path, const struct bbx_rec *r, 
 		fail(c, "restoring metadata of", path, rc);
 }
 
-/* The resolution of the clock file systems stamp birth times with (one tick, 1-10 ms). */
-static uint64_t coarse_tick_ns(void)
-{
-	struct timespec res;
-	if (clock_getres(CLOCK_REALTIME_COARSE, &res) || res.tv_sec || !res.tv_nsec)
-		return 4000000ull; /* HZ=250 */
-	return (uint64_t)res.tv_nsec;
-}
+/* How far a birth time may lie before the record of the call that made the file: file
+ * systems stamp it from the coarse clock, measured lagging the record's clock by up to
+ * 8 ms here (two ticks at HZ=250). */
+#define BIRTH_SLACK_NS 20000000ull
 
 static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_undo_step *st)
 {
@@ -357,10 +353,10 @@ static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_u
 		if (r->how == BBX_HOW_EXCL) {
 			/* The name was not looked up before the call, which fails on any existing
 			 * name (O_CREAT|O_EXCL, mkstemp): a file born before the record was there
-			 * already, the call failed, and it is left alone.  Birth times come from
-			 * the coarse clock, up to one tick behind the record's: one born within
-			 * that tick is taken for the call's own.  Without a birth time nothing
-			 * tells them apart: left as it is, and reported. */
+			 * already, the call failed, and it is left alone.  One born within the
+			 * slack is taken for the call's own (a failure's RESULT is written at
+			 * once, so only a kill within microseconds of it leaves this to guess).
+			 * Without a birth time nothing tells them apart: left, and reported. */
 			if (!known) {
 				c->s->errors++;
 				if (c->o->out)
@@ -371,11 +367,11 @@ static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_u
 						r->path);
 				return;
 			}
-			if (born + coarse_tick_ns() <= r->h.realtime_ns) {
+			if (born + BIRTH_SLACK_NS < r->h.realtime_ns) {
 				say(c, "kept (there before the run's O_EXCL create failed)", r->path);
 				return;
 			}
-		} else if (known && born + 20000000ull < r->h.realtime_ns) {
+		} else if (known && born + BIRTH_SLACK_NS < r->h.realtime_ns) {
 			move_aside(c, r->path, "predates this run's creation record");
 			return;
 		}

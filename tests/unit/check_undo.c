@@ -200,6 +200,58 @@ START_TEST(undo_run_restores_real_tree)
 }
 END_TEST
 
+/* CREATE how=excl (O_CREAT|O_EXCL: the name is not looked up first) without a RESULT,
+ * as when the process is killed right after the call: a file born well before the record
+ * was there already (the call failed) and stays; one born after it is removed. */
+START_TEST(undo_excl_without_result)
+{
+	char tmpl[] = "/tmp/check_undo.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	char ws[256], jd[256], old[300], made[300], out[4096], res[4096];
+	snprintf(ws, sizeof ws, "%s/ws", tmpl);
+	snprintf(jd, sizeof jd, "%s/j", tmpl);
+	snprintf(old, sizeof old, "%s/old", ws);
+	snprintf(made, sizeof made, "%s/made", ws);
+	ck_assert_int_eq(mkdir(ws, 0755), 0);
+	FILE *f = fopen(old, "w");
+	fputs("someone else's\n", f);
+	fclose(f);
+	usleep(60000); /* born 60 ms before the records: beyond undo's 20 ms slack */
+	ck_assert_int_eq(bbx_run_create(jd, "test", NULL, 1, out, sizeof out), 0);
+	struct bbx_run run;
+	ck_assert_int_eq(bbx_run_open(&run, jd), 0);
+	struct bbx_pending p;
+	ck_assert_int_eq(bbx_cap_open(&run, "open", old, O_WRONLY | O_CREAT | O_EXCL, 0600, res,
+				      &p), 0);
+	ck_assert_uint_gt(p.seq, 0); /* recorded without a lookup: a CREATE */
+	ck_assert_int_eq(open(old, O_WRONLY | O_CREAT | O_EXCL, 0600), -1);
+	ck_assert_int_eq(errno, EEXIST); /* and no RESULT: killed */
+	ck_assert_int_eq(bbx_cap_open(&run, "open", made, O_WRONLY | O_CREAT | O_EXCL, 0600, res,
+				      &p), 0);
+	int fd = open(made, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0); /* made, and no RESULT: killed */
+	close(fd);
+	bbx_run_close(&run);
+
+	struct bbx_undo_opts o = {0};
+	struct bbx_undo_stats st;
+	ck_assert_int_eq(bbx_undo_run(jd, &o, &st), 0);
+	ck_assert_uint_eq(st.errors, 0);
+	ck_assert_uint_eq(st.conflicts, 0);
+	ck_assert_uint_eq(st.removed, 1);
+	ck_assert_int_eq(access(made, F_OK), -1);
+	char buf[64] = {0};
+	f = fopen(old, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
+	fclose(f);
+	ck_assert_str_eq(buf, "someone else's\n");
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("undo");
@@ -208,6 +260,7 @@ int main(void)
 	tcase_add_test(tc, plan_torn_tail_still_plans);
 	tcase_add_test(tc, plan_failed_calls_are_skipped);
 	tcase_add_test(tc, undo_run_restores_real_tree);
+	tcase_add_test(tc, undo_excl_without_result);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_set_tap(sr, "-");
