@@ -126,19 +126,12 @@ void bbx_at_set(int fd, const char *name, const char *abs)
 	a->epoch = bbx_stat_epoch;
 }
 
-/* A relative name whose directory part is the directory abs's parent names: no ".",
- * ".." or empty component, no trailing slash. */
+/* A relative name whose directory part is the directory abs's parent names (bbx_path_abs
+ * drops "." and "//" and resolves ".."): none of those, and no trailing slash.  Never
+ * empty (bbx_at_set). */
 static int clean_relative(const char *name)
 {
-	if (name[0] == '/' || !strcmp(name, ".") || !strcmp(name, "..") || strstr(name, "//"))
-		return 0;
-	size_t l = strlen(name);
-	if (name[l - 1] == '/' || !strncmp(name, "./", 2) || !strncmp(name, "../", 3))
-		return 0;
-	for (const char *q = name; (q = strstr(q, "/.")); q += 2)
-		if (!q[2] || q[2] == '/' || (q[2] == '.' && (!q[3] || q[3] == '/')))
-			return 0;
-	return 1;
+	return name[0] != '/' && name[strlen(name) - 1] != '/' && bbx_path_clean(name);
 }
 
 /* The directory and name to reach p by: the call's own (bbx_at_set), or p itself.  p may
@@ -148,6 +141,7 @@ static int clean_relative(const char *name)
 static int at_of_dir(const char *p, const char **name, char *dir, int *flags)
 {
 	struct bbx_scratch *s = scratch_tls;
+	size_t l = dir ? strlen(p) : 0;
 	for (int i = 0; s && bbx_stat_epoch && i < 2; i++) {
 		const struct bbx_at *a = &s->at[i];
 		if (a->epoch != bbx_stat_epoch)
@@ -156,8 +150,7 @@ static int at_of_dir(const char *p, const char **name, char *dir, int *flags)
 			*name = a->name;
 			return a->fd;
 		}
-		size_t l = strlen(p);
-		if (!dir || strncmp(p, a->path, l) || a->path[l] != '/' || l < 1 ||
+		if (!dir || !l || strncmp(p, a->path, l) || a->path[l] != '/' ||
 		    strchr(a->path + l + 1, '/') || !clean_relative(a->name))
 			continue;
 		const char *slash = strrchr(a->name, '/');

@@ -273,5 +273,8 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap);
 extern __thread const char *bbx_path_parent_real __attribute__((tls_model("initial-exec")));
 /* Path of an open descriptor via /proc/self/fd.  Returns 0 or -errno. */
 int bbx_path_fd(int fd, char *out, size_t cap);
+/* (path.c) No "//" and no "." or ".." component in path, absolute or relative (a hidden
+ * name like ".config" is fine): the words are the names the kernel walks, one by one. */
+int bbx_path_clean(const char *path);
 
 #endif

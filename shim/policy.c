@@ -681,14 +681,7 @@ int bbx_read_pre(const char *op, const char *path)
  * prefix compare is the whole lexical decision. */
 static int canonical(const char *path)
 {
-	if (path[0] != '/' || strstr(path, "//"))
-		return 0;
-	/* Each "/." (libc's vectorised search; a byte loop here cost 8 instructions a
-	 * byte, callgrind): a "." or ".." component, not a hidden name like "/.config". */
-	for (const char *s = path; (s = strstr(s, "/.")); s += 2)
-		if (!s[2] || s[2] == '/' || (s[2] == '.' && (!s[3] || s[3] == '/')))
-			return 0;
-	return 1;
+	return path[0] == '/' && bbx_path_clean(path);
 }
 
 int bbx_read_open_exact(const char *path, int flags, int saved, int *fd)
