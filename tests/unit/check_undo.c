@@ -144,31 +144,70 @@ START_TEST(plan_failed_calls_are_skipped)
 }
 END_TEST
 
+/* A scratch tree for a real run: TMP (mkdtemp), TMP/ws (made) and TMP/j (not yet). */
+struct tree {
+	char tmp[32], ws[256], jd[256];
+};
+
+static void tree_make(struct tree *t)
+{
+	snprintf(t->tmp, sizeof t->tmp, "/tmp/check_undo.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(t->tmp));
+	snprintf(t->ws, sizeof t->ws, "%s/ws", t->tmp);
+	snprintf(t->jd, sizeof t->jd, "%s/j", t->tmp);
+	ck_assert_int_eq(mkdir(t->ws, 0755), 0);
+}
+
+/* Creates the run's journal directory and opens it. */
+static void tree_run(const struct tree *t, struct bbx_run *run)
+{
+	char out[4096];
+	ck_assert_int_eq(bbx_run_create(t->jd, "test", NULL, 1, out, sizeof out), 0);
+	ck_assert_int_eq(bbx_run_open(run, t->jd), 0);
+}
+
+static void tree_remove(const struct tree *t)
+{
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", t->tmp);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void assert_file(const char *path, const char *text)
+{
+	char buf[64] = {0};
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
+	fclose(f);
+	ck_assert_str_eq(buf, text);
+}
+
 /* A real directory: the capture layer records, the calls happen, undo restores. */
 START_TEST(undo_run_restores_real_tree)
 {
-	char tmpl[] = "/tmp/check_undo.XXXXXX";
-	ck_assert_ptr_nonnull(mkdtemp(tmpl));
-	char ws[256], jd[256], a[300], b[300], d[300], out[4096];
-	snprintf(ws, sizeof ws, "%s/ws", tmpl);
-	snprintf(jd, sizeof jd, "%s/j", tmpl);
-	snprintf(a, sizeof a, "%s/a", ws);
-	snprintf(b, sizeof b, "%s/b", ws);
-	snprintf(d, sizeof d, "%s/d", ws);
-	ck_assert_int_eq(mkdir(ws, 0755), 0);
-	FILE *f = fopen(a, "w");
-	fputs("original\n", f);
-	fclose(f);
-	ck_assert_int_eq(bbx_run_create(jd, "test", NULL, 1, out, sizeof out), 0);
+	struct tree t;
+	tree_make(&t);
+	char a[300], b[300], d[300];
+	snprintf(a, sizeof a, "%s/a", t.ws);
+	snprintf(b, sizeof b, "%s/b", t.ws);
+	snprintf(d, sizeof d, "%s/d", t.ws);
+	put_file(a, "original\n");
 	struct bbx_run run;
-	ck_assert_int_eq(bbx_run_open(&run, jd), 0);
+	tree_run(&t, &run);
 	char res[4096];
 	struct bbx_pending p;
 	/* truncate a, create b, mkdir d */
 	ck_assert_int_eq(bbx_cap_open(&run, "open", a, O_WRONLY | O_TRUNC, 0, res, &p), 0);
-	f = fopen(a, "w");
-	fputs("changed\n", f);
-	fclose(f);
+	put_file(a, "changed\n");
 	ck_assert_int_eq(bbx_cap_open(&run, "open", b, O_WRONLY | O_CREAT, 0644, res, &p), 0);
 	int fd = open(b, O_WRONLY | O_CREAT, 0644);
 	bbx_cap_done(&run, "open", &p, fd, 0, fd);
@@ -180,23 +219,17 @@ START_TEST(undo_run_restores_real_tree)
 
 	struct bbx_undo_opts o = {0};
 	struct bbx_undo_stats st;
-	ck_assert_int_eq(bbx_undo_run(jd, &o, &st), 0);
+	ck_assert_int_eq(bbx_undo_run(t.jd, &o, &st), 0);
 	ck_assert_uint_eq(st.errors, 0);
 	ck_assert_uint_eq(st.conflicts, 0);
 	ck_assert_uint_eq(st.removed, 2);
 	ck_assert_int_eq(access(b, F_OK), -1);
 	ck_assert_int_eq(access(d, F_OK), -1);
-	char buf[64] = {0};
-	f = fopen(a, "r");
-	ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
-	fclose(f);
-	ck_assert_str_eq(buf, "original\n");
+	assert_file(a, "original\n");
 	/* Idempotent: a second run is a no-op. */
-	ck_assert_int_eq(bbx_undo_run(jd, &o, &st), 0);
+	ck_assert_int_eq(bbx_undo_run(t.jd, &o, &st), 0);
 	ck_assert(st.already_done);
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
-	ck_assert_int_eq(system(cmd), 0);
+	tree_remove(&t);
 }
 END_TEST
 
@@ -205,21 +238,15 @@ END_TEST
  * was there already (the call failed) and stays; one born after it is removed. */
 START_TEST(undo_excl_without_result)
 {
-	char tmpl[] = "/tmp/check_undo.XXXXXX";
-	ck_assert_ptr_nonnull(mkdtemp(tmpl));
-	char ws[256], jd[256], old[300], made[300], out[4096], res[4096];
-	snprintf(ws, sizeof ws, "%s/ws", tmpl);
-	snprintf(jd, sizeof jd, "%s/j", tmpl);
-	snprintf(old, sizeof old, "%s/old", ws);
-	snprintf(made, sizeof made, "%s/made", ws);
-	ck_assert_int_eq(mkdir(ws, 0755), 0);
-	FILE *f = fopen(old, "w");
-	fputs("someone else's\n", f);
-	fclose(f);
+	struct tree t;
+	tree_make(&t);
+	char old[300], made[300], res[4096];
+	snprintf(old, sizeof old, "%s/old", t.ws);
+	snprintf(made, sizeof made, "%s/made", t.ws);
+	put_file(old, "someone else's\n");
 	usleep(60000); /* born 60 ms before the records: beyond undo's 20 ms slack */
-	ck_assert_int_eq(bbx_run_create(jd, "test", NULL, 1, out, sizeof out), 0);
 	struct bbx_run run;
-	ck_assert_int_eq(bbx_run_open(&run, jd), 0);
+	tree_run(&t, &run);
 	struct bbx_pending p;
 	ck_assert_int_eq(bbx_cap_open(&run, "open", old, O_WRONLY | O_CREAT | O_EXCL, 0600, res,
 				      &p), 0);
@@ -235,20 +262,27 @@ START_TEST(undo_excl_without_result)
 
 	struct bbx_undo_opts o = {0};
 	struct bbx_undo_stats st;
-	ck_assert_int_eq(bbx_undo_run(jd, &o, &st), 0);
+	ck_assert_int_eq(bbx_undo_run(t.jd, &o, &st), 0);
 	ck_assert_uint_eq(st.errors, 0);
 	ck_assert_uint_eq(st.conflicts, 0);
 	ck_assert_uint_eq(st.removed, 1);
 	ck_assert_int_eq(access(made, F_OK), -1);
-	char buf[64] = {0};
-	f = fopen(old, "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
-	fclose(f);
-	ck_assert_str_eq(buf, "someone else's\n");
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
-	ck_assert_int_eq(system(cmd), 0);
+	assert_file(old, "someone else's\n");
+	tree_remove(&t);
+}
+END_TEST
+
+/* The lexical test bbx_path_abs's output and the shim's policy rely on (path.c). */
+START_TEST(path_clean)
+{
+	const char *clean[] = {"/", "/a/b", "a", "a/b", ".config", "a/.hidden", "a/..b", "/a/...",
+			       "x."};
+	const char *not_clean[] = {".", "..", "./a", "../a", "a/.", "a/..", "a/./b", "a/../b",
+				   "a//b", "//a", "/a/./b", "/a/.."};
+	for (size_t i = 0; i < sizeof clean / sizeof *clean; i++)
+		ck_assert_msg(bbx_path_clean(clean[i]), "%s", clean[i]);
+	for (size_t i = 0; i < sizeof not_clean / sizeof *not_clean; i++)
+		ck_assert_msg(!bbx_path_clean(not_clean[i]), "%s", not_clean[i]);
 }
 END_TEST
 
@@ -261,6 +295,7 @@ int main(void)
 	tcase_add_test(tc, plan_failed_calls_are_skipped);
 	tcase_add_test(tc, undo_run_restores_real_tree);
 	tcase_add_test(tc, undo_excl_without_result);
+	tcase_add_test(tc, path_clean);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_set_tap(sr, "-");
