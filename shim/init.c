@@ -39,29 +39,45 @@ int bbx_inited;
 __thread int bbx_guard __attribute__((tls_model("initial-exec")));
 __thread unsigned bbx_enter_gen __attribute__((tls_model("initial-exec")));
 
-/* Each entry: the name, where its real address goes, and our own wrapper's address. */
-static const struct {
-	const char *name;
-	void **slot;
-	void *self;
-} table[] = {
-#define BBX_WRAP(name, ret, params) {#name, (void **)&bbx_real_##name, (void *)name},
+/* One entry of wrappers.def: its name (returned), where its real address goes and our
+ * own wrapper's address.  A switch, not a table of pointers: the table took three
+ * relocations per entry (405), which the loader wrote at every process start into a
+ * second page of the shim's data segment - two more page faults per process (a read,
+ * then the copy), issue 5.  The switch's code addresses everything PC-relative. */
+static const char *entry(int idx, void ***slot, void **self)
+{
+	switch (idx) {
+#define BBX_WRAP(name, ret, params)                                                          \
+	case BBX_IDX_##name:                                                                 \
+		*slot = (void **)&bbx_real_##name;                                           \
+		*self = (void *)name;                                                        \
+		return #name;
 #include "wrappers.def"
 #undef BBX_WRAP
-};
+	}
+	abort(); /* an index not from wrappers.def */
+}
+
+static void **slot_of(int idx)
+{
+	void **slot, *self;
+	(void)entry(idx, &slot, &self);
+	return slot;
+}
 
 void bbx_resolve(int idx)
 {
-	void *p = dlsym(RTLD_NEXT, table[idx].name);
+	void **slot, *self;
+	void *p = dlsym(RTLD_NEXT, entry(idx, &slot, &self));
 	/* proxychains-ng's lesson: RTLD_NEXT must never hand back our own wrapper (it would
 	 * recurse forever).  A pointer compare, no dladdr(): dladdr scans symbol tables
 	 * and would cost every process start-up a millisecond. */
-	if (p && p == table[idx].self) {
+	if (p && p == self) {
 		static const char msg[] = "bbx: dlsym(RTLD_NEXT) returned the shim itself\n";
 		(void)!write(2, msg, sizeof msg - 1);
 		abort();
 	}
-	__atomic_store_n(table[idx].slot, p, __ATOMIC_RELEASE);
+	__atomic_store_n(slot, p, __ATOMIC_RELEASE);
 }
 
 static void warn_once(const char *what, int err)
@@ -246,7 +262,7 @@ static void atfork_prepare(void)
 	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
 		return;
 	for (size_t i = 0; i < sizeof child_set / sizeof *child_set; i++)
-		if (!__atomic_load_n(table[child_set[i]].slot, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(slot_of(child_set[i]), __ATOMIC_ACQUIRE))
 			bbx_resolve(child_set[i]);
 	/* Likewise the run and the compiled policy: a shell or make that forks without
 	 * ever mutating would otherwise have every child open the journal, map the state
@@ -260,6 +276,7 @@ static void atfork_prepare(void)
 		bbx_guard = 1;
 		if (bbx_open_run() == 0) {
 			(void)bbx_policy();
+			bbx_pol_share_with_children();
 			(void)bbx_scratch(); /* its mmap and thread key */
 			prebind();
 		}
