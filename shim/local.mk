@@ -9,12 +9,14 @@ shim_libbbxshim_la_SOURCES = \
 	$(NULL)
 shim_libbbxshim_la_CPPFLAGS = $(AM_CPPFLAGS) -DBBX_BINDIR='"$(bindir)"'
 shim_libbbxshim_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sections $(XXHASH_CFLAGS)
+# -T shim/hot.ld: what fork children and new processes run, packed together (see there).
 # -z norelro -z noseparate-code: two mappings instead of four.  Each costs every process
 # that loads the shim mmap, mprotect and page-fault work: 10-50 us per exec measured here
 # (perf stat -r 200 /bin/true, 2 vs 4 segments, interleaved), out of ~130.  What RELRO
 # would protect (the GOT) matters little in a library whose real-function pointers live
 # in writable memory by design.
 shim_libbbxshim_la_LDFLAGS = -module -avoid-version -shared -Wl,--no-undefined -Wl,--gc-sections -Wl,-Bsymbolic-functions \
-	-Wl,-O1 -Wl,-z,norelro -Wl,-z,noseparate-code
+	-Wl,-O1 -Wl,-z,norelro -Wl,-z,noseparate-code -Wl,-T,$(srcdir)/shim/hot.ld
 shim_libbbxshim_la_LIBADD = journal/libbbxjournal.la policy/libbbxpol.la -ldl
-EXTRA_DIST += shim/wrappers.def
+EXTRA_shim_libbbxshim_la_DEPENDENCIES = shim/hot.ld
+EXTRA_DIST += shim/wrappers.def shim/hot.ld

@@ -92,6 +92,26 @@ static void pol_load(void)
 	__atomic_store_n(&bbx_pol_reads, p && p->n_deny_read ? 1 : 0, __ATOMIC_RELEASE);
 }
 
+/* fork copies the page-table entries of a private file mapping only once the mapping
+ * holds an anonymous (copied) page (the kernel's vma_needs_copy()); the policy, mapped
+ * read-only, never does, so each fork child faulted in again the policy pages its exec
+ * checks read (issue 5, spawn).  Rewriting one byte in place, under a moment of
+ * PROT_WRITE, gives the mapping that page: one copy-on-write fault and two mprotects,
+ * once per process that forks, then none in any of its children.  The byte keeps its
+ * value, so a thread reading it meanwhile sees no change. */
+void bbx_pol_share_with_children(void)
+{
+	const struct bbx_pol_hdr *p = pol;
+	if (!p || p == &safe_blob.h || __atomic_load_n(&pol_state, __ATOMIC_ACQUIRE) != 2)
+		return;
+	void *m = (void *)(uintptr_t)p;
+	if (mprotect(m, p->size, PROT_READ | PROT_WRITE) == 0) {
+		volatile unsigned char *b = m;
+		*b = *b;
+		(void)mprotect(m, p->size, PROT_READ);
+	}
+}
+
 const struct bbx_pol_hdr *bbx_policy(void)
 {
 	int st = __atomic_load_n(&pol_state, __ATOMIC_ACQUIRE);

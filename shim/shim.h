@@ -215,6 +215,9 @@ static inline int bbx_usable(void)
 struct bbx_pol_hdr;
 struct bbx_pol_verdict;
 const struct bbx_pol_hdr *bbx_policy(void);
+/* Before a process's first fork: makes fork copy the policy's page-table entries to the
+ * children, which would otherwise fault every policy page they read in again. */
+void bbx_pol_share_with_children(void);
 /* Reports a decision other than a plain allow: a DENY record (decision deny or audit)
  * naming op, the access (enum bbx_access), the target (path/path2, or addr/host, or
  * argv for exec) and the rule, plus the one-line stderr explanation (rate-limited,

@@ -22,6 +22,10 @@ EXTRA_DIST += tests/e2e/t-preload.sh
 TESTS += tests/e2e/t-policy.sh
 TESTS += tests/e2e/t-cost.sh
 EXTRA_DIST += tests/e2e/t-cost.sh tests/e2e/costops.py
+# the shim's layout: fork-child and start-up code packed (shim/hot.ld), one data page, the
+# policy's page tables inherited by fork children
+TESTS += tests/e2e/t-layout.sh
+EXTRA_DIST += tests/e2e/t-layout.sh tests/e2e/hotcheck.py
 EXTRA_DIST += tests/e2e/t-policy.sh
 # the policy compiler: malformed fixtures (one per case, exact FILE:LINE message), the
 # effective policy of a fixture using every key, the blob, bbx-run's refusal, explain

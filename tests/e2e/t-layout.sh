@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# t-layout.sh - what keeps the shim cheap to start and to fork (issue 5, spawn), held as
+# structure rather than time: the code a fork child runs before its exec, and a new
+# process runs at start and exit, lies in .text.bbx_hot (shim/hot.ld), seen by callgrind;
+# the loader writes one data page; the policy's page tables reach fork children.
+. "$BBX_SRCDIR/tests/e2e/lib.sh"
+plan 6
+
+SO="$BBX_SHIM"
+# 1. Every function named in hot.ld that the shim has lies in the section: a name whose
+# section was renamed (a clone suffix, a new attribute) would otherwise fall out silently.
+names=$(grep -oE '\.text\.[A-Za-z0-9_.]+' "$BBX_SRCDIR/shim/hot.ld" | grep -v '\.\*$' |
+	sed -E 's/^\.text\.(startup\.|exit\.|unlikely\.)?//' | sort -u)
+read -r lo size < <(readelf -SW "$SO" | sed -n 's/.*\] \.text\.bbx_hot *[A-Z]* *\([0-9a-f]*\) *[0-9a-f]* *\([0-9a-f]*\).*/\1 \2/p')
+if [ -z "${lo:-}" ]; then
+	diag "no .text.bbx_hot section in $SO"
+	ok 1 "hot.ld: the shim has a .text.bbx_hot section"
+else
+	out="" n=0
+	for f in $names; do
+		a=$(nm "$SO" | awk -v f="$f" '$3 == f && ($2 == "t" || $2 == "T") {print $1; exit}')
+		[ -n "$a" ] || continue # inlined everywhere: nothing to place
+		n=$((n + 1))
+		(((16#$a) >= (16#$lo) && (16#$a) < (16#$lo) + (16#$size))) || out="$out $f@$a"
+	done
+	diag "hot.ld names $n functions of the shim; .text.bbx_hot at $lo, 0x$size bytes; outside it:${out:- none}"
+	[ -z "$out" ] && [ "$n" -ge 40 ]
+	ok $? "hot.ld: the $n functions it names lie in .text.bbx_hot"
+fi
+
+# 2. The data segment's file-backed part is one page: the loader writes it whole
+# (relocations, .dynamic, the zeroed tail before .bss); a second page is two more page
+# faults in every process (a pointer table's relocations once took one).
+read -r off fsz < <(readelf -lW "$SO" | awk '$1 == "LOAD" && $7 ~ /W/ {print $2, $5; exit}')
+diag "writable LOAD segment: offset $off, $fsz bytes from the file; $(readelf -rW "$SO" | grep -c R_X86_64_RELATIVE) relative relocations"
+[ -n "$off" ] && [ $(((off % 4096) + fsz)) -le 4096 ]
+ok $? "the data segment the loader writes is one page"
+
+# 3, 4. callgrind: every shim function run in a shell's fork child (from its atfork
+# handler to the exec), and in the program the child became, lies in .text.bbx_hot.  The
+# run first executes the program once, so that the policy's first look at it (an open of
+# the file, once per program and run) is not in the profile.
+if command -v valgrind >/dev/null 2>&1 && command -v readelf >/dev/null 2>&1; then
+	mkdir "$T_TMP/cg"
+	bbx-run --quiet --journal "$T_TMP/j.cg" -- bash -c "/bin/true; valgrind -q --tool=callgrind \
+		--dump-before=atfork_child --dump-before=execve --trace-children=yes \
+		--callgrind-out-file=$T_TMP/cg/cg.%p bash -c 'for i in 1 2 3; do /bin/true; done; :'" \
+		2>"$T_TMP/cg.err"
+	ok $? "bash under callgrind under bbx-run"
+	python3 "$BBX_SRCDIR/tests/e2e/hotcheck.py" "$SO" "$T_TMP"/cg/cg.* >"$T_TMP/hot.out" 2>&1
+	rc=$?
+	diag "$(cat "$T_TMP/hot.out")"
+	ok $rc "fork child and new process: the shim functions they run lie in .text.bbx_hot"
+else
+	skip "valgrind or readelf not installed"
+	skip "valgrind or readelf not installed"
+fi
+
+# 5, 6. The policy after a fork: still read-only, and holding the one copied page that
+# makes fork copy its page tables (bbx_pol_share_with_children); none before.
+cat >"$T_TMP/pol.py" <<'PY'
+import os, re
+def policy():
+    found, cur = [], None
+    for line in open("/proc/self/smaps"):
+        m = re.match(r"^[0-9a-f]+-[0-9a-f]+ (\S+) \S+ \S+ \S+\s*(\S*)", line)
+        if m:
+            cur = m.groups()
+        elif cur and cur[1].endswith("/policy") and line.startswith("Anonymous:"):
+            found.append("%s %s" % (cur[0], line.split()[1]))
+    return ",".join(found) or "none"
+open("made", "w").close()  # a record: the run and its policy are open
+print("before", policy())
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+print("after", policy())
+PY
+w=$(new_ws)
+(cd "$w" && bbx-run --quiet --journal "$T_TMP/j.pol" -- python3 "$T_TMP/pol.py") >"$T_TMP/pol.out" 2>&1
+sed "s/^/# /" "$T_TMP/pol.out" >&2
+grep -qx 'before r--p 0' "$T_TMP/pol.out"
+ok $? "policy before the first fork: mapped read-only, no copied page"
+grep -qx 'after r--p 4' "$T_TMP/pol.out"
+ok $? "policy after it: still read-only, one copied page (fork copies its page tables)"
+finish
