@@ -38,6 +38,7 @@ const char *bbx_env_journal; /* "BBX_JOURNAL=<dir>", NULL when there is no run *
 int bbx_inited;
 __thread int bbx_guard __attribute__((tls_model("initial-exec")));
 __thread unsigned bbx_enter_gen __attribute__((tls_model("initial-exec")));
+__thread int *bbx_errno_p __attribute__((tls_model("initial-exec")));
 
 /* One entry of wrappers.def: its name (returned), where its real address goes and our
  * own wrapper's address.  A switch, not a table of pointers: the table took three
@@ -236,6 +237,7 @@ static void prebind(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	bbx_run_ids_learn(); /* getpid, getppid, getuid: bound, and the answers kept */
+	(void)bbx_errno_loc(); /* errno's address, kept for this thread and its fork children */
 	(void)syscall(SYS_gettid);
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 	ts.tv_sec = 0;

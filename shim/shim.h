@@ -119,13 +119,26 @@ void bbx_system_exit(uint64_t seq, int status);
 
 /* Takes the guard.  Returns 1 when the caller must journal, 0 when it must simply call
  * the real function (re-entry from the shim itself). *saved gets errno. */
+/* errno's address, asked of libc once per thread: a fork child on its way to exec would
+ * otherwise call __errno_location, one more window of libc's code to fault in (issue 5,
+ * spawn).  The address is the thread's own; a fork child's one thread is a copy of the
+ * thread that forked, at the same address, and a new program starts with none cached. */
+extern __thread int *bbx_errno_p __attribute__((tls_model("initial-exec")));
+static inline int *bbx_errno_loc(void)
+{
+	int *p = bbx_errno_p;
+	if (__builtin_expect(!p, 0))
+		bbx_errno_p = p = &errno;
+	return p;
+}
+
 static inline int bbx_enter(int *saved)
 {
 	if (bbx_guard)
 		return 0;
 	if (__builtin_expect(!__atomic_load_n(&bbx_inited, __ATOMIC_ACQUIRE), 0))
 		bbx_init();
-	*saved = errno;
+	*saved = *bbx_errno_loc();
 	bbx_guard = 1;
 	bbx_enter_gen++;
 	bbx_stat_epoch++; /* capture.h: what earlier calls saw no longer holds */
@@ -136,7 +149,7 @@ static inline int bbx_enter(int *saved)
 static inline void bbx_leave(int err)
 {
 	bbx_guard = 0;
-	errno = err;
+	*bbx_errno_loc() = err;
 }
 
 /* Around the real call the guard is dropped: a signal handler that runs during a long

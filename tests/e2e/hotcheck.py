@@ -43,14 +43,21 @@ for path in files:
     m = re.search(r"\.(\d+)(?:\.(\d+))?$", path)
     if m and m.group(1) != top:
         byproc.setdefault(m.group(1), []).append((int(m.group(2) or 1 << 30), path))
-seen = set()
+# libc functions the shim must not call between fork and exec (each is one more window
+# of libc's code for the child to fault in): errno's address is cached per thread
+# (bbx_errno_loc).
+FORBIDDEN = {"__errno_location"}
+seen, calls = set(), set()
 for parts in byproc.values():
     obs, fns = {}, {}
     for _, path in sorted(parts):
         text = open(path, errors="replace").read()
         # the parent's history up to the fork, which the child inherits, is not counted
         count = "Trigger: --dump-before=atfork_child" not in text
-        ob = None
+        # the calls checked only between the fork and the exec (a new program faults in
+        # libc's code anyway)
+        child = "Trigger: --dump-before=execve" in text
+        ob, infn = None, ""
         for line in text.splitlines():
             m = re.match(r"^(ob|fn|cob|cfn)=\((\d+)\)(?: (.*))?$", line)
             if not m:
@@ -61,12 +68,17 @@ for parts in byproc.values():
                 table[idx] = name
             if kind == "ob":
                 ob = obs.get(idx, "")
+            elif kind == "cfn" and child and infn and fns.get(idx, "") in FORBIDDEN:
+                calls.add("%s->%s" % (infn, fns[idx]))
+            elif kind == "fn":
+                infn = ""
             # valgrind names no object for code outside the shim's .text output section
             # (.text.bbx_hot included): "???"; such names count if they are the shim's
-            elif kind == "fn" and count and (ob == "???" or ob.endswith("/" + shim.split("/")[-1])):
+            if kind == "fn" and count and (ob == "???" or ob.endswith("/" + shim.split("/")[-1])):
                 fn = re.sub(r"'\d+$", "", fns.get(idx, ""))
                 if fn and (fn in addrs or (ob != "???" and fn.startswith("0x"))):
                     seen.add(fn)
+                    infn = fn
 if not seen:
     print("no profile of a fork child names a function of", shim)
     sys.exit(2)
@@ -79,5 +91,7 @@ for fn in sorted(seen):
     if not any(lo <= a < hi for a in places):
         out.append(fn)
 print("%d functions ran in fork children and the programs they became; outside "
-      ".text.bbx_hot: %s" % (len(seen), " ".join(out) or "none"))
-sys.exit(1 if out else 0)
+      ".text.bbx_hot: %s; calls into %s: %s" % (len(seen), " ".join(out) or "none",
+                                               "/".join(sorted(FORBIDDEN)),
+                                               " ".join(sorted(calls)) or "none"))
+sys.exit(1 if out or calls else 0)

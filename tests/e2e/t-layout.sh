@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # t-layout.sh - what keeps the shim cheap to start and to fork (issue 5, spawn), held as
 # structure rather than time: the code a fork child runs before its exec, and a new
-# process runs at start and exit, lies in .text.bbx_hot (shim/hot.ld), seen by callgrind;
+# process runs at start and exit, lies in .text.bbx_hot (shim/hot.ld) and does not call
+# __errno_location, seen by callgrind;
 # the loader writes one data page; the policy's page tables reach fork children.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 plan 6
@@ -51,7 +52,7 @@ if command -v valgrind >/dev/null 2>&1 && command -v readelf >/dev/null 2>&1; th
 	python3 "$BBX_SRCDIR/tests/e2e/hotcheck.py" "$SO" "$T_TMP"/cg/cg.* >"$T_TMP/hot.out" 2>&1
 	rc=$?
 	diag "$(cat "$T_TMP/hot.out")"
-	ok $rc "fork child and new process: the shim functions they run lie in .text.bbx_hot"
+	ok $rc "fork child and new process: the shim functions they run lie in .text.bbx_hot, none calls __errno_location"
 else
 	skip "valgrind or readelf not installed"
 	skip "valgrind or readelf not installed"
