@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT
  * run.c - journal directories (see run.h). */
 #include "run.h"
+#include "capture.h"
 #include "sys.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <sys/random.h>
 #include <sys/single_threaded.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -180,22 +183,46 @@ fail:
 
 uint64_t *bbx_nsgen;
 
+/* 1 if dir, absolute, without '.', '..', '//' or a trailing '/', names a directory
+ * through no symbolic link (then it is its own canonical name), with its stat in *sb.  One stat and
+ * one openat2(RESOLVE_NO_SYMLINKS) instead of realpath's readlink of every component:
+ * every program that records opens the run (issue 5).  The openat2 carries the run's
+ * mark, which bbx-run's seccomp filter asks of it (tools/sandbox.c); 0 whenever it
+ * cannot answer (an old kernel, a symlink on the way), and realpath decides. */
+static int dir_canonical(const char *dir, struct stat *sb)
+{
+	size_t len = strlen(dir);
+	if (dir[0] != '/' || dir[len - 1] == '/' || !bbx_path_clean(dir) || stat(dir, sb) < 0 ||
+	    !S_ISDIR(sb->st_mode))
+		return 0;
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS};
+	long fd = syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof how,
+			  (long)bbx_run_mark(sb->st_dev, sb->st_ino));
+	if (fd < 0)
+		return 0;
+	close((int)fd);
+	return 1;
+}
+
 int bbx_run_open(struct bbx_run *run, const char *dir)
 {
 	memset(run, 0, sizeof *run);
 	/* Canonical, so the "never write into the journal directory" check compares like
 	 * with like. */
 	char canon[PATH_MAX];
-	if (realpath(dir, canon))
-		dir = canon;
+	struct stat sb;
+	if (!dir_canonical(dir, &sb)) {
+		if (realpath(dir, canon))
+			dir = canon;
+		if (stat(dir, &sb) < 0)
+			return -errno;
+	}
 	int n = snprintf(run->dir, sizeof run->dir, "%s", dir);
 	if (n < 0 || (size_t)n >= sizeof run->dir - 32)
 		return -ENAMETOOLONG;
 	run->dirlen = (size_t)n;
 	char p[PATH_MAX + 16];
-	struct stat sb;
-	if (stat(run->dir, &sb) < 0)
-		return -errno;
 	run->jdev = sb.st_dev;
 	run->jino = sb.st_ino;
 	snprintf(p, sizeof p, "%s/objects", dir);

@@ -20,6 +20,9 @@
 
 static int writer_reopen(struct bbx_writer *w)
 {
+	/* The generation before the open: a descriptor change the shim sees after it (close,
+	 * dup2, fcntl... bump it) still makes the next record check. */
+	unsigned g = __atomic_load_n(&bbx_writer_fd_gen, __ATOMIC_ACQUIRE);
 	int fd = open(w->path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -38,6 +41,10 @@ static int writer_reopen(struct bbx_writer *w)
 	w->ino = sb.st_ino;
 	int old = __atomic_exchange_n(&w->fd, fd, __ATOMIC_ACQ_REL);
 	(void)old; /* never close old: it may already be a program's descriptor */
+	/* Just opened for appending, a regular file, its identity taken from this very
+	 * descriptor: the first record need not check it again (an fstat and an fcntl in
+	 * every process that opens the run, issue 5). */
+	__atomic_store_n(&w->gen_ok, g, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -47,7 +54,7 @@ int bbx_writer_open(struct bbx_writer *w, const char *dir)
 	if (n < 0 || (size_t)n >= sizeof w->path)
 		return -ENAMETOOLONG;
 	w->fd = -1;
-	w->gen_ok = 0; /* never a generation (they start at 1): the first record checks */
+	w->gen_ok = 0; /* never a generation (they start at 1); writer_reopen sets it */
 	int rc = writer_reopen(w);
 	if (rc != -ENOENT)
 		return rc;

@@ -1264,6 +1264,40 @@ START_TEST(test_oversize_remove)
 }
 END_TEST
 
+/* bbx_run_open names the run by its canonical path however it is given: as it is (one
+ * openat2 with RESOLVE_NO_SYMLINKS proves it), or through realpath when the words hold
+ * a symlink, a '.', a '//' or a trailing '/'.  The "never write into the journal"
+ * checks compare canonical paths with it. */
+START_TEST(test_run_open_canonical)
+{
+	char base[PATH_MAX], canon[PATH_MAX], run[PATH_MAX + 16], out[PATH_MAX + 16];
+	char link[PATH_MAX + 16], given[PATH_MAX + 64];
+	unit_mkdtemp(base, sizeof base, "rcanon");
+	ck_assert_ptr_nonnull(realpath(base, canon));
+	snprintf(run, sizeof run, "%s/run", canon);
+	ck_assert_int_eq(bbx_run_create(run, "unit test", NULL, 1, out, sizeof out), 0);
+	snprintf(link, sizeof link, "%s/link", canon);
+	ck_assert_int_eq(symlink(canon, link), 0);
+	struct stat sb;
+	ck_assert_int_eq(stat(run, &sb), 0);
+	static const char *const tails[] = {"/run", "/link/run", "/run/", "/./run", "//run",
+					    "/run/../run"};
+	for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+		snprintf(given, sizeof given, "%s%s", canon, tails[i]);
+		struct bbx_run r;
+		ck_assert_int_eq(bbx_run_open(&r, given), 0);
+		ck_assert_msg(!strcmp(r.dir, run), "%s opened as %s, not %s", given, r.dir, run);
+		ck_assert_uint_eq(r.dirlen, strlen(run));
+		ck_assert_uint_eq(r.jdev, sb.st_dev);
+		ck_assert_uint_eq(r.jino, sb.st_ino);
+		bbx_run_close(&r);
+	}
+	struct bbx_run r;
+	snprintf(given, sizeof given, "%s/missing", canon);
+	ck_assert_int_eq(bbx_run_open(&r, given), -ENOENT);
+}
+END_TEST
+
 static Suite *writer_suite(void)
 {
 	Suite *s = suite_create("writer");
@@ -1274,6 +1308,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_nth_write_fails);
 	tcase_add_test(tc, test_writer_short_write);
 	tcase_add_test(tc, test_writer_eintr_retried);
+	tcase_add_test(tc, test_run_open_canonical);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("identity");
