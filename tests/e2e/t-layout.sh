@@ -19,8 +19,9 @@ if [ -z "${lo:-}" ]; then
 	ok 1 "hot.ld: the shim has a .text.bbx_hot section"
 else
 	out="" n=0
+	nm "$SO" >"$T_TMP/nm"
 	for f in $names; do
-		a=$(nm "$SO" | awk -v f="$f" '$3 == f && ($2 == "t" || $2 == "T") {print $1; exit}')
+		a=$(awk -v f="$f" '$3 == f && ($2 == "t" || $2 == "T") {print $1; exit}' "$T_TMP/nm")
 		[ -n "$a" ] || continue # inlined everywhere: nothing to place
 		n=$((n + 1))
 		(((16#$a) >= (16#$lo) && (16#$a) < (16#$lo) + (16#$size))) || out="$out $f@$a"

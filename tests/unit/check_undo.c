@@ -6,6 +6,7 @@
 #include "journal/capture.h"
 #include "journal/reader.h"
 #include "journal/undo.h"
+#include "unit.h"
 
 #include <check.h>
 #include <errno.h>
@@ -144,15 +145,14 @@ START_TEST(plan_failed_calls_are_skipped)
 }
 END_TEST
 
-/* A scratch tree for a real run: TMP (mkdtemp), TMP/ws (made) and TMP/j (not yet). */
+/* A scratch tree for a real run: TMP (unit_mkdtemp), TMP/ws (made) and TMP/j (not yet). */
 struct tree {
-	char tmp[32], ws[256], jd[256];
+	char tmp[PATH_MAX], ws[PATH_MAX + 8], jd[PATH_MAX + 8];
 };
 
-static void tree_make(struct tree *t)
+static void tree_make(struct tree *t, const char *tag)
 {
-	snprintf(t->tmp, sizeof t->tmp, "/tmp/check_undo.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(t->tmp));
+	unit_mkdtemp(t->tmp, sizeof t->tmp, tag);
 	snprintf(t->ws, sizeof t->ws, "%s/ws", t->tmp);
 	snprintf(t->jd, sizeof t->jd, "%s/j", t->tmp);
 	ck_assert_int_eq(mkdir(t->ws, 0755), 0);
@@ -166,37 +166,35 @@ static void tree_run(const struct tree *t, struct bbx_run *run)
 	ck_assert_int_eq(bbx_run_open(run, t->jd), 0);
 }
 
-static void tree_remove(const struct tree *t)
-{
-	char cmd[64];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", t->tmp);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
 static void put_file(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
+	unit_write_file(path, text, strlen(text));
 }
 
 static void assert_file(const char *path, const char *text)
 {
-	char buf[64] = {0};
-	FILE *f = fopen(path, "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
-	fclose(f);
-	ck_assert_str_eq(buf, text);
+	size_t len;
+	char *got = unit_read_file(path, &len);
+	ck_assert_str_eq(got, text);
+	free(got);
+}
+
+/* Undoes the tree's run: no error, no conflict, `removed` paths removed. */
+static void undo_clean(const struct tree *t, struct bbx_undo_stats *st, uint64_t removed)
+{
+	struct bbx_undo_opts o = {0};
+	ck_assert_int_eq(bbx_undo_run(t->jd, &o, st), 0);
+	ck_assert_uint_eq(st->errors, 0);
+	ck_assert_uint_eq(st->conflicts, 0);
+	ck_assert_uint_eq(st->removed, removed);
 }
 
 /* A real directory: the capture layer records, the calls happen, undo restores. */
 START_TEST(undo_run_restores_real_tree)
 {
 	struct tree t;
-	tree_make(&t);
-	char a[300], b[300], d[300];
+	tree_make(&t, "realtree");
+	char a[PATH_MAX + 16], b[PATH_MAX + 16], d[PATH_MAX + 16];
 	snprintf(a, sizeof a, "%s/a", t.ws);
 	snprintf(b, sizeof b, "%s/b", t.ws);
 	snprintf(d, sizeof d, "%s/d", t.ws);
@@ -217,19 +215,16 @@ START_TEST(undo_run_restores_real_tree)
 	bbx_cap_done(&run, "mkdir", &p, 0, 0, -1);
 	bbx_run_close(&run);
 
-	struct bbx_undo_opts o = {0};
 	struct bbx_undo_stats st;
-	ck_assert_int_eq(bbx_undo_run(t.jd, &o, &st), 0);
-	ck_assert_uint_eq(st.errors, 0);
-	ck_assert_uint_eq(st.conflicts, 0);
-	ck_assert_uint_eq(st.removed, 2);
+	undo_clean(&t, &st, 2);
 	ck_assert_int_eq(access(b, F_OK), -1);
 	ck_assert_int_eq(access(d, F_OK), -1);
 	assert_file(a, "original\n");
 	/* Idempotent: a second run is a no-op. */
+	struct bbx_undo_opts o = {0};
 	ck_assert_int_eq(bbx_undo_run(t.jd, &o, &st), 0);
 	ck_assert(st.already_done);
-	tree_remove(&t);
+	unit_rm_rf(t.tmp);
 }
 END_TEST
 
@@ -239,8 +234,8 @@ END_TEST
 START_TEST(undo_excl_without_result)
 {
 	struct tree t;
-	tree_make(&t);
-	char old[300], made[300], res[4096];
+	tree_make(&t, "excl");
+	char old[PATH_MAX + 16], made[PATH_MAX + 16], res[4096];
 	snprintf(old, sizeof old, "%s/old", t.ws);
 	snprintf(made, sizeof made, "%s/made", t.ws);
 	put_file(old, "someone else's\n");
@@ -260,15 +255,11 @@ START_TEST(undo_excl_without_result)
 	close(fd);
 	bbx_run_close(&run);
 
-	struct bbx_undo_opts o = {0};
 	struct bbx_undo_stats st;
-	ck_assert_int_eq(bbx_undo_run(t.jd, &o, &st), 0);
-	ck_assert_uint_eq(st.errors, 0);
-	ck_assert_uint_eq(st.conflicts, 0);
-	ck_assert_uint_eq(st.removed, 1);
+	undo_clean(&t, &st, 1);
 	ck_assert_int_eq(access(made, F_OK), -1);
 	assert_file(old, "someone else's\n");
-	tree_remove(&t);
+	unit_rm_rf(t.tmp);
 }
 END_TEST
 
@@ -297,10 +288,5 @@ int main(void)
 	tcase_add_test(tc, undo_excl_without_result);
 	tcase_add_test(tc, path_clean);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_set_tap(sr, "-");
-	srunner_run_all(sr, CK_SILENT);
-	int nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf ? 1 : 0;
+	return unit_main(s);
 }
