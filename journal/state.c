@@ -228,12 +228,50 @@ static uint64_t hash2(uint64_t dev, uint64_t ino)
 	return h ^ (h >> 32);
 }
 
+/* The probe sequence (journal-format 9.1).  Versions 1-5: linear from hash2(dev, ino).
+ * Version 6: slots in groups of BBX_STATE_GROUP (one page of the mapping); probe n of
+ * an inode is slot (ino mod GROUP) of group hash2(dev + n, ino / GROUP).  Inode numbers
+ * come in runs (a directory's files, a tar's or a git's output, tmpfs's per-CPU
+ * batches), and a run of GROUP of them then shares one page: a process that looks up or
+ * raises 400 files of one tree touches a few pages of the table instead of ~400, each
+ * a page fault (sed -i over 400 files: 47 % of all its page faults were in this table,
+ * issue 5).  A collision moves the whole colliding run to another group together, at
+ * the same offsets, so the runs stay together; linear probing from a grouped start would
+ * instead spill one run into the next group's (a simulation of 100,000 sequential
+ * inodes: 12 % of them past 128 probes, against none here, longest sequence 6). */
+struct probe {
+	uint64_t dev, blk;
+	uint32_t i, mask, off, grouped;
+};
+
+static uint32_t probe_first(struct probe *p, const struct bbx_state *st, uint64_t dev,
+			    uint64_t ino)
+{
+	p->mask = st->nslots - 1;
+	p->grouped = st->version >= 6 && st->nslots >= BBX_STATE_GROUP;
+	if (!p->grouped)
+		return p->i = (uint32_t)hash2(dev, ino) & p->mask;
+	p->dev = dev;
+	p->blk = ino / BBX_STATE_GROUP;
+	p->off = (uint32_t)(ino % BBX_STATE_GROUP);
+	return p->i = (((uint32_t)hash2(dev, p->blk) * BBX_STATE_GROUP) | p->off) & p->mask;
+}
+
+static uint32_t probe_next(struct probe *p, int n)
+{
+	if (!p->grouped)
+		return p->i = (p->i + 1) & p->mask;
+	return p->i = (((uint32_t)hash2(p->dev + (uint64_t)n, p->blk) * BBX_STATE_GROUP) | p->off) &
+		      p->mask;
+}
+
 /* Slot keys use ino+1 so that inode 0 (never valid, but cheap to be safe) is not "empty". */
 int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino)
 {
 	uint64_t key = ino + 1, d = dev & DEVMASK;
-	uint32_t mask = st->nslots - 1, i = (uint32_t)hash2(dev, ino) & mask;
-	for (int n = 0; n < MAXPROBE; n++, i = (i + 1) & mask) {
+	struct probe pr;
+	for (uint32_t n = 0, i = probe_first(&pr, st, dev, ino); n < MAXPROBE;
+	     i = probe_next(&pr, (int)++n)) {
 		struct bbx_state_slot *s = &slots(st)[i];
 		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
 		if (k == 0)
@@ -251,8 +289,9 @@ int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
 {
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	uint64_t want = d | (uint64_t)lvl << 56;
-	uint32_t mask = st->nslots - 1, i = (uint32_t)hash2(dev, ino) & mask;
-	for (int n = 0; n < MAXPROBE; n++, i = (i + 1) & mask) {
+	struct probe pr;
+	for (uint32_t n = 0, i = probe_first(&pr, st, dev, ino); n < MAXPROBE;
+	     i = probe_next(&pr, (int)++n)) {
 		struct bbx_state_slot *s = &slots(st)[i];
 		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
 		if (k == 0) {
@@ -290,8 +329,9 @@ int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
 void bbx_state_forget(struct bbx_state *st, uint64_t dev, uint64_t ino)
 {
 	uint64_t key = ino + 1, d = dev & DEVMASK;
-	uint32_t mask = st->nslots - 1, i = (uint32_t)hash2(dev, ino) & mask;
-	for (int n = 0; n < MAXPROBE; n++, i = (i + 1) & mask) {
+	struct probe pr;
+	for (uint32_t n = 0, i = probe_first(&pr, st, dev, ino); n < MAXPROBE;
+	     i = probe_next(&pr, (int)++n)) {
 		struct bbx_state_slot *s = &slots(st)[i];
 		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
 		if (k == 0)

@@ -41,8 +41,11 @@ struct bbx_state_slot {
  * table are laid out as in version 1, so a version 1 file still maps (without a lock:
  * its journal is written unchained). */
 /* 3: the sync lock after the journal lock; 4: the program table after the sync lock;
- * 5: the locks and tables in the head page (BBX_STATE_HEAD bytes), the slots after it */
-#define BBX_STATE_VERSION 5
+ * 5: the locks and tables in the head page (BBX_STATE_HEAD bytes), the slots after it;
+ * 6: the same layout, the slots probed in groups of BBX_STATE_GROUP (one page) so that
+ * neighbouring inode numbers share a page (state.c, probe_first) */
+#define BBX_STATE_VERSION 6
+#define BBX_STATE_GROUP 256
 #define BBX_STATE_HEAD 4096
 
 /* [journal] sync (policy.ini), kept in the state file so that every process of the run,
