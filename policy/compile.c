@@ -996,7 +996,11 @@ static int layout(struct comp *c, void **blob, size_t *len)
 	h.inodes_off = (uint32_t)align8(h.rules_off + c->n_rules * sizeof *rules);
 	h.strings_off = (uint32_t)(h.inodes_off + c->n_inodes * sizeof(struct bbx_pol_inode));
 	h.strings_len = (uint32_t)t.len;
-	size_t total = h.strings_off + t.len;
+	/* The matcher's index after the strings (policy.h, ix_off), built below from the
+	 * finished rules and strings. */
+	h.ix_off = (uint32_t)align8(h.strings_off + t.len);
+	h.ix_len = (uint32_t)bbx_pol_ix_size();
+	size_t total = (size_t)h.ix_off + h.ix_len;
 	if (total > UINT32_MAX / 2) {
 		free(rules);
 		goto out;
@@ -1012,6 +1016,7 @@ static int layout(struct comp *c, void **blob, size_t *len)
 	if (c->n_inodes)
 		memcpy(b + h.inodes_off, c->inodes, c->n_inodes * sizeof *c->inodes);
 	memcpy(b + h.strings_off, t.buf, t.len);
+	bbx_pol_ix_build((const struct bbx_pol_hdr *)b, b + h.ix_off);
 	free(rules);
 	*blob = b;
 	*len = total;

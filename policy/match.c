@@ -33,6 +33,11 @@ int bbx_pol_check(const void *blob, size_t len)
 	uint64_t iend = (uint64_t)p->inodes_off +
 			(uint64_t)p->n_inodes * sizeof(struct bbx_pol_inode);
 	uint64_t send = (uint64_t)p->strings_off + p->strings_len;
+	uint64_t xend = (uint64_t)p->ix_off + p->ix_len;
+	if (p->ix_off && ((p->ix_off % 8) || p->ix_off < send || xend > len || !p->ix_len))
+		return -EINVAL;
+	if (!p->ix_off && p->ix_len)
+		return -EINVAL;
 	if (rend > len || iend > len || send > len || p->strings_len == 0 ||
 	    (p->rules_off % 8) || (p->inodes_off % 8) || p->rules_off < sizeof *p ||
 	    (p->n_inodes && p->inodes_off < sizeof *p) || p->strings_off < sizeof *p)
@@ -199,15 +204,19 @@ static void refuse(const struct bbx_pol_hdr *p, struct bbx_pol_verdict *v, int e
 
 /* The path rules of one blob by section ([paths] write, protect, deny_read): every
  * decision walks a section, and the default policy has 134 rules of which 20-odd are
- * paths (under_any was a fifth of a micro benchmark's instructions, callgrind).  Built
- * by bbx_pol_index() for a blob that stays mapped for the life of the process (the
- * shim's run policy); other blobs, and sections too long for the index, are scanned
- * whole.  No lock (signal handlers decide too): readers use it once it is ready. */
+ * paths (under_any was a fifth of a micro benchmark's instructions, callgrind).  Used for
+ * a blob that stays mapped for the life of the process (the shim's run policy,
+ * bbx_pol_index); other blobs, and sections too long for the index, are scanned whole.
+ * No lock (signal handlers decide too): readers use it once it is ready.
+ *
+ * The index is built by the policy compiler and carried in the blob (bbx_pol_ix_build,
+ * hdr.ix_off): built in each process instead, it was ~6 KiB of zero pages written by
+ * every process that decided anything, 2,712 of the 38,000 page faults bbx added to a
+ * ./configure (issue 5), where the blob's own pages come with the one fault that maps
+ * the header (file pages, fault-around).  A blob without one (an older compiler, the
+ * shim's built-in safe blob) is indexed in the process, as before. */
 #define IDX_SECTIONS 4 /* sections 1..3 */
 #define IDX_MAX 128
-static const struct bbx_pol_hdr *idx_blob;
-static int idx_state; /* 0 none, 1 building, 2 ready, 3 unusable */
-static uint16_t idx_n[IDX_SECTIONS], idx_rule[IDX_SECTIONS][IDX_MAX];
 /* Each section's roots are also hashed (FNV-1a of the root's bytes, with its length):
  * a path is then matched in one pass over its bytes, probing at each '/' and at its end
  * for a root equal to the prefix so far, instead of comparing it with every root (17
@@ -221,19 +230,37 @@ struct hx_slot {
 	uint16_t len;
 	uint16_t rule1; /* rule index + 1; 0: empty */
 };
-static struct hx_slot hx[IDX_SECTIONS][HX_SLOTS];
-static uint16_t hx_all[IDX_SECTIONS]; /* rule index + 1 of the first "/" root */
-static uint8_t hx_ok[IDX_SECTIONS];
 /* The roots' distinct first components ("/root", "/etc"): a path whose first component
  * is none of them is under no root, decided after its first word. */
 #define HX_FIRST 8
-static uint32_t hx_first_h[IDX_SECTIONS][HX_FIRST];
-static uint16_t hx_first_len[IDX_SECTIONS][HX_FIRST];
-static uint8_t hx_nfirst[IDX_SECTIONS]; /* HX_FIRST + 1: too many to filter on */
-/* The byte after the leading '/' of every root: a path whose second byte is none of them
- * ("/usr/..." against roots under "/root" and "/home") is under no root, decided before
- * any hashing (stat under the default policy: 135 -> ~40 instructions in under_any). */
-static uint64_t hx_byte1[IDX_SECTIONS][4];
+/* And the [exec] rules, each with the longest literal run of its pattern before any
+ * '[' or '\\' (a string the command line must contain for the glob to match): 82
+ * built-ins are tried on every exec, and half of them ("*\/rm * /etc *") pass the
+ * first-byte test for an absolute program name (56 globs per exec, callgrind). */
+#define XIDX_MAX 512
+#define IX_MAGIC 0x31584950u /* "PIX1": bump with any change of struct bbx_pol_ix */
+struct bbx_pol_ix {
+	uint32_t magic, size; /* IX_MAGIC, sizeof (struct bbx_pol_ix) */
+	uint32_t ok;	      /* 0: some section did not fit: scan everything */
+	uint16_t idx_n[IDX_SECTIONS], idx_rule[IDX_SECTIONS][IDX_MAX];
+	struct hx_slot hx[IDX_SECTIONS][HX_SLOTS];
+	uint16_t hx_all[IDX_SECTIONS]; /* rule index + 1 of the first "/" root */
+	uint8_t hx_ok[IDX_SECTIONS];
+	uint8_t hx_nfirst[IDX_SECTIONS]; /* HX_FIRST + 1: too many to filter on */
+	uint32_t hx_first_h[IDX_SECTIONS][HX_FIRST];
+	uint16_t hx_first_len[IDX_SECTIONS][HX_FIRST];
+	/* The byte after the leading '/' of every root: a path whose second byte is none
+	 * of them ("/usr/..." against roots under "/root" and "/home") is under no root,
+	 * decided before any hashing (stat under the default policy: 135 -> ~40
+	 * instructions in under_any). */
+	uint64_t hx_byte1[IDX_SECTIONS][4];
+	uint16_t xidx_n, xidx_rule[XIDX_MAX], xidx_off[XIDX_MAX];
+	uint8_t xidx_len[XIDX_MAX];
+};
+static const struct bbx_pol_hdr *idx_blob;
+static const struct bbx_pol_ix *idx; /* the index of idx_blob once idx_state is 2 */
+static int idx_state; /* 0 none, 1 building, 2 ready, 3 unusable */
+static struct bbx_pol_ix own_ix; /* for a blob that carries none */
 
 #define FNV_BASIS 0xcbf29ce484222325ull
 static inline uint64_t fnv_step(uint64_t h, unsigned char c)
@@ -241,22 +268,22 @@ static inline uint64_t fnv_step(uint64_t h, unsigned char c)
 	return (h ^ c) * 0x100000001b3ull;
 }
 
-static void hx_first_add(int s, const char *root, uint32_t len)
+static void hx_first_add(struct bbx_pol_ix *x, int s, const char *root, uint32_t len)
 {
 	uint64_t h = FNV_BASIS;
 	uint32_t k = 0;
 	do
 		h = fnv_step(h, (unsigned char)root[k]);
 	while (++k < len && root[k] != '/');
-	for (unsigned j = 0; j < hx_nfirst[s] && j < HX_FIRST; j++)
-		if (hx_first_h[s][j] == (uint32_t)h && hx_first_len[s][j] == k)
+	for (unsigned j = 0; j < x->hx_nfirst[s] && j < HX_FIRST; j++)
+		if (x->hx_first_h[s][j] == (uint32_t)h && x->hx_first_len[s][j] == k)
 			return;
-	if (hx_nfirst[s] >= HX_FIRST) {
-		hx_nfirst[s] = HX_FIRST + 1;
+	if (x->hx_nfirst[s] >= HX_FIRST) {
+		x->hx_nfirst[s] = HX_FIRST + 1;
 		return;
 	}
-	hx_first_h[s][hx_nfirst[s]] = (uint32_t)h;
-	hx_first_len[s][hx_nfirst[s]++] = (uint16_t)k;
+	x->hx_first_h[s][x->hx_nfirst[s]] = (uint32_t)h;
+	x->hx_first_len[s][x->hx_nfirst[s]++] = (uint16_t)k;
 }
 
 static unsigned hx_home(uint64_t h)
@@ -265,13 +292,13 @@ static unsigned hx_home(uint64_t h)
 }
 
 /* 0, or -1 when the section's table is full. */
-static int hx_add(const struct bbx_pol_hdr *p, int s, uint32_t i)
+static int hx_add(struct bbx_pol_ix *x, const struct bbx_pol_hdr *p, int s, uint32_t i)
 {
 	const struct bbx_pol_rule *r = &bbx_pol_rules(p)[i];
 	const char *root = bbx_pol_str(p, r->value);
 	if (r->value_len == 1 && root[0] == '/') {
-		if (!hx_all[s])
-			hx_all[s] = (uint16_t)(i + 1);
+		if (!x->hx_all[s])
+			x->hx_all[s] = (uint16_t)(i + 1);
 		return 0;
 	}
 	if (r->value_len < 2 || r->value_len > 65535)
@@ -279,12 +306,12 @@ static int hx_add(const struct bbx_pol_hdr *p, int s, uint32_t i)
 	uint64_t h = FNV_BASIS;
 	for (uint32_t k = 0; k < r->value_len; k++)
 		h = fnv_step(h, (unsigned char)root[k]);
-	hx_first_add(s, root, r->value_len);
+	hx_first_add(x, s, root, r->value_len);
 	unsigned char b1 = (unsigned char)root[1];
-	hx_byte1[s][b1 >> 6] |= 1ull << (b1 & 63);
+	x->hx_byte1[s][b1 >> 6] |= 1ull << (b1 & 63);
 	unsigned n = 0;
 	for (unsigned j = hx_home(h);; j = (j + 1) & (HX_SLOTS - 1)) {
-		struct hx_slot *e = &hx[s][j];
+		struct hx_slot *e = &x->hx[s][j];
 		if (!e->rule1) {
 			e->h = (uint32_t)h;
 			e->len = (uint16_t)r->value_len;
@@ -300,33 +327,34 @@ static int hx_add(const struct bbx_pol_hdr *p, int s, uint32_t i)
 	}
 }
 
-static const struct bbx_pol_rule *hx_under(const struct bbx_pol_hdr *p, int s, const char *path)
+static const struct bbx_pol_rule *hx_under(const struct bbx_pol_ix *x, const struct bbx_pol_hdr *p,
+					   int s, const char *path)
 {
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
-	unsigned best = hx_all[s] ? hx_all[s] : 0xffffffffu; /* rule index + 1 */
+	unsigned best = x->hx_all[s] ? x->hx_all[s] : 0xffffffffu; /* rule index + 1 */
 	if (path[0] != '/')
 		best = 0xffffffffu; /* "/" is under_any's only for absolute paths */
-	else if (!hx_all[s]) {
+	else if (!x->hx_all[s]) {
 		unsigned char b1 = (unsigned char)path[1];
-		if (!(hx_byte1[s][b1 >> 6] >> (b1 & 63) & 1))
+		if (!(x->hx_byte1[s][b1 >> 6] >> (b1 & 63) & 1))
 			return NULL;
 	}
 	uint64_t h = FNV_BASIS;
-	int first = hx_nfirst[s] <= HX_FIRST;
+	int first = x->hx_nfirst[s] <= HX_FIRST;
 	for (size_t i = 0;; i++) {
 		unsigned char c = (unsigned char)path[i];
 		if ((c == '/' || c == 0) && i > 0 && i <= 65535) {
 			if (first) {
 				unsigned j = 0;
-				while (j < hx_nfirst[s] &&
-				       !(hx_first_h[s][j] == (uint32_t)h && hx_first_len[s][j] == i))
+				while (j < x->hx_nfirst[s] &&
+				       !(x->hx_first_h[s][j] == (uint32_t)h && x->hx_first_len[s][j] == i))
 					j++;
-				if (j == hx_nfirst[s])
+				if (j == x->hx_nfirst[s])
 					break; /* no root starts with this word */
 				first = 0;
 			}
 			for (unsigned j = hx_home(h);; j = (j + 1) & (HX_SLOTS - 1)) {
-				const struct hx_slot *e = &hx[s][j];
+				const struct hx_slot *e = &x->hx[s][j];
 				if (!e->rule1)
 					break;
 				if (e->h == (uint32_t)h && e->len == i && e->rule1 < best &&
@@ -340,14 +368,6 @@ static const struct bbx_pol_rule *hx_under(const struct bbx_pol_hdr *p, int s, c
 	}
 	return best == 0xffffffffu ? NULL : &r[best - 1];
 }
-/* And the [exec] rules, each with the longest literal run of its pattern before any
- * '[' or '\\' (a string the command line must contain for the glob to match): 82
- * built-ins are tried on every exec, and half of them ("*\/rm * /etc *") pass the
- * first-byte test for an absolute program name (56 globs per exec, callgrind). */
-#define XIDX_MAX 512
-static uint16_t xidx_n, xidx_rule[XIDX_MAX], xidx_off[XIDX_MAX];
-static uint8_t xidx_len[XIDX_MAX];
-
 static void exec_needle(const char *g, uint16_t *off, uint8_t *len)
 {
 	size_t best = 0, best_len = 0, run = 0, i = 0;
@@ -378,58 +398,126 @@ static int has_literal(const char *s, const char *lit, size_t n)
 	return 0;
 }
 
+/* The index of p into x (zeroed here).  Reads only p's rules and strings. */
+static void ix_build(const struct bbx_pol_hdr *p, struct bbx_pol_ix *x)
+{
+	memset(x, 0, sizeof *x);
+	x->magic = IX_MAGIC;
+	x->size = (uint32_t)sizeof *x;
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	int ok = p->n_rules < 65536;
+	for (uint32_t i = 0; ok && i < p->n_rules; i++) {
+		int s = (int)r[i].section;
+		if (s == BBX_PS_EXEC) {
+			if (x->xidx_n == XIDX_MAX) {
+				ok = 0;
+				continue;
+			}
+			exec_needle(bbx_pol_str(p, r[i].value), &x->xidx_off[x->xidx_n],
+				    &x->xidx_len[x->xidx_n]);
+			x->xidx_rule[x->xidx_n++] = (uint16_t)i;
+			continue;
+		}
+		if (s < 1 || s >= IDX_SECTIONS)
+			continue;
+		if (x->idx_n[s] == IDX_MAX)
+			ok = 0;
+		else
+			x->idx_rule[s][x->idx_n[s]++] = (uint16_t)i;
+	}
+	for (int s = 1; ok && s < IDX_SECTIONS; s++) {
+		unsigned roots = 0;
+		for (unsigned k = 0; k < x->idx_n[s]; k++)
+			roots += !(r[x->idx_rule[s][k]].flags & BBX_RF_ABSENT);
+		if (roots > HX_MAX)
+			continue;
+		int good = 1;
+		for (unsigned k = 0; good && k < x->idx_n[s]; k++)
+			if (!(r[x->idx_rule[s][k]].flags & BBX_RF_ABSENT))
+				good = hx_add(x, p, s, x->idx_rule[s][k]) == 0;
+		x->hx_ok[s] = (uint8_t)good;
+	}
+	x->ok = (uint32_t)ok;
+}
+
+size_t bbx_pol_ix_size(void)
+{
+	return sizeof(struct bbx_pol_ix);
+}
+
+void bbx_pol_ix_build(const struct bbx_pol_hdr *p, void *out)
+{
+	struct bbx_pol_ix x;
+	ix_build(p, &x);
+	memcpy(out, &x, sizeof x);
+}
+
+/* The index p carries, when it is one this matcher can use: every rule index within
+ * the rules, every hashed root's length its rule's, every exec needle inside its
+ * pattern (a blob is checked before use; an index that fails is not used, and the
+ * process builds its own).  NULL otherwise. */
+static const struct bbx_pol_ix *ix_carried(const struct bbx_pol_hdr *p)
+{
+	if (!p->ix_off || p->ix_len != sizeof(struct bbx_pol_ix))
+		return NULL; /* bbx_pol_check: then it lies inside the blob, 8-aligned */
+	const struct bbx_pol_ix *x = (const void *)((const char *)p + p->ix_off);
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	uint32_t n = p->n_rules;
+	if (x->magic != IX_MAGIC || x->size != sizeof *x || x->xidx_n > XIDX_MAX)
+		return NULL;
+	for (int s = 0; s < IDX_SECTIONS; s++) {
+		if (x->idx_n[s] > IDX_MAX || x->hx_all[s] > n || x->hx_nfirst[s] > HX_FIRST + 1)
+			return NULL;
+		for (unsigned k = 0; k < x->idx_n[s]; k++)
+			if (x->idx_rule[s][k] >= n)
+				return NULL;
+		for (unsigned j = 0; j < HX_SLOTS; j++) {
+			const struct hx_slot *e = &x->hx[s][j];
+			if (e->rule1 && (e->rule1 > n || e->len != r[e->rule1 - 1].value_len))
+				return NULL;
+		}
+	}
+	for (unsigned k = 0; k < x->xidx_n; k++)
+		if (x->xidx_rule[k] >= n ||
+		    (uint32_t)x->xidx_off[k] + x->xidx_len[k] > r[x->xidx_rule[k]].value_len)
+			return NULL;
+	return x;
+}
+
 void bbx_pol_index(const struct bbx_pol_hdr *p)
 {
 	int expect = 0;
 	if (!__atomic_compare_exchange_n(&idx_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
-	const struct bbx_pol_rule *r = bbx_pol_rules(p);
-	int ok = p->n_rules < 65536;
-	for (uint32_t i = 0; ok && i < p->n_rules; i++) {
-		int s = (int)r[i].section;
-		if (s == BBX_PS_EXEC) {
-			if (xidx_n == XIDX_MAX) {
-				ok = 0;
-				continue;
-			}
-			exec_needle(bbx_pol_str(p, r[i].value), &xidx_off[xidx_n],
-				    &xidx_len[xidx_n]);
-			xidx_rule[xidx_n++] = (uint16_t)i;
-			continue;
-		}
-		if (s < 1 || s >= IDX_SECTIONS)
-			continue;
-		if (idx_n[s] == IDX_MAX)
-			ok = 0;
-		else
-			idx_rule[s][idx_n[s]++] = (uint16_t)i;
+	const struct bbx_pol_ix *x = ix_carried(p);
+	if (!x) {
+		ix_build(p, &own_ix);
+		x = &own_ix;
 	}
-	for (int s = 1; ok && s < IDX_SECTIONS; s++) {
-		unsigned roots = 0;
-		for (unsigned k = 0; k < idx_n[s]; k++)
-			roots += !(r[idx_rule[s][k]].flags & BBX_RF_ABSENT);
-		if (roots > HX_MAX)
-			continue;
-		int good = 1;
-		for (unsigned k = 0; good && k < idx_n[s]; k++)
-			if (!(r[idx_rule[s][k]].flags & BBX_RF_ABSENT))
-				good = hx_add(p, s, idx_rule[s][k]) == 0;
-		hx_ok[s] = (uint8_t)good;
-	}
+	idx = x;
 	idx_blob = p;
-	__atomic_store_n(&idx_state, ok ? 2 : 3, __ATOMIC_RELEASE);
+	__atomic_store_n(&idx_state, x->ok ? 2 : 3, __ATOMIC_RELEASE);
+}
+
+int bbx_pol_index_source(void)
+{
+	if (__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) < 2)
+		return 0;
+	return idx == &own_ix ? 2 : 1;
 }
 
 static const struct bbx_pol_rule *under_any(const struct bbx_pol_hdr *p, int section,
 					    const char *path)
 {
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
-	if (__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) == 2 && idx_blob == p && section >= 1 && section < IDX_SECTIONS) {
-		if (hx_ok[section])
-			return hx_under(p, section, path);
-		for (unsigned k = 0; k < idx_n[section]; k++) {
-			const struct bbx_pol_rule *x = &r[idx_rule[section][k]];
+	if (__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) == 2 && idx_blob == p && section >= 1 &&
+	    section < IDX_SECTIONS) {
+		const struct bbx_pol_ix *ix = idx;
+		if (ix->hx_ok[section])
+			return hx_under(ix, p, section, path);
+		for (unsigned k = 0; k < ix->idx_n[section]; k++) {
+			const struct bbx_pol_rule *x = &r[ix->idx_rule[section][k]];
 			if (!(x->flags & BBX_RF_ABSENT) &&
 			    bbx_path_under(path, bbx_pol_str(p, x->value), x->value_len))
 				return x;
@@ -498,10 +586,11 @@ bool bbx_pol_read_inode(const struct bbx_pol_hdr *p, uint64_t dev, uint64_t ino,
 void bbx_pol_exec(const struct bbx_pol_hdr *p, const char *cmdline, struct bbx_pol_verdict *v)
 {
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
-	int indexed = __atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) == 2 && idx_blob == p;
-	uint32_t n = indexed ? xidx_n : p->n_rules;
+	const struct bbx_pol_ix *ix =
+		__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) == 2 && idx_blob == p ? idx : NULL;
+	uint32_t n = ix ? ix->xidx_n : p->n_rules;
 	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = indexed ? xidx_rule[k] : k;
+		uint32_t i = ix ? ix->xidx_rule[k] : k;
 		if (r[i].section != BBX_PS_EXEC)
 			continue;
 		const char *g = bbx_pol_str(p, r[i].value);
@@ -509,7 +598,7 @@ void bbx_pol_exec(const struct bbx_pol_hdr *p, const char *cmdline, struct bbx_p
 		 * byte rejects them without running the glob (82 built-ins, every exec). */
 		if (g[0] != cmdline[0] && g[0] != '*' && g[0] != '?' && g[0] != '[' && g[0] != '\\')
 			continue;
-		if (indexed && xidx_len[k] && !has_literal(cmdline, g + xidx_off[k], xidx_len[k]))
+		if (ix && ix->xidx_len[k] && !has_literal(cmdline, g + ix->xidx_off[k], ix->xidx_len[k]))
 			continue;
 		bool hit = (r[i].flags & BBX_RF_PREFIX)
 				   ? !strncmp(cmdline, g, r[i].value_len - 1)

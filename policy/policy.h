@@ -135,7 +135,10 @@ struct bbx_pol_hdr {
 	 * path without symlinks by its words alone (shim/policy.c, openat2 with
 	 * RESOLVE_NO_SYMLINKS), without the identity check after it. */
 	uint32_t reads_exact; /* (a reserved word before: 0, the safe answer, in an older blob) */
-	uint32_t reserved[2];
+	/* The matcher's index of the rules (match.c, struct bbx_pol_ix), built by the
+	 * compiler after the strings: ix_len bytes at ix_off (8-aligned).  0, 0 (reserved
+	 * words before, in an older blob): none, each process builds its own. */
+	uint32_t ix_off, ix_len;
 };
 
 /* [journal] over_max_preserve: what a mutation that would need a copy of a regular file
@@ -161,6 +164,13 @@ int bbx_pol_check(const void *blob, size_t len);
 /* Indexes p's path rules by section, for a blob that stays mapped as long as the
  * process lives (the shim's run policy; at most one per process, the first). */
 void bbx_pol_index(const struct bbx_pol_hdr *p);
+/* The index bbx_pol_index uses, for the compiler to carry in the blob: its size, and
+ * the index of p (whose rules and strings are final) written to out (ix_size bytes). */
+size_t bbx_pol_ix_size(void);
+void bbx_pol_ix_build(const struct bbx_pol_hdr *p, void *out);
+/* Where bbx_pol_index found its index: 1 carried in the blob, 2 built by this process
+ * (none carried, or one that failed its checks), 0 not indexed (yet). */
+int bbx_pol_index_source(void);
 /* Maps the compiled policy file read-only (and checks it).  Returns 0 or -errno. */
 int bbx_pol_map(const char *path, const struct bbx_pol_hdr **out);
 

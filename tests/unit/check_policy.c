@@ -381,6 +381,72 @@ START_TEST(test_defaults_and_general)
 }
 END_TEST
 
+/* The index (bbx_pol_index: hashed roots, exec needles) decides as the plain scan does,
+ * rule for rule, for reads and writes of 20,000 paths made of the roots' own components
+ * (exact roots, below them, beside them, "//", trailing '/', relative) and for exec
+ * command lines; it was found where want says (bbx_pol_index_source). */
+static void index_agrees(const struct bbx_pol_hdr *p, int want)
+{
+	struct bbx_pol_verdict v;
+	static const char *const comps[] = {
+		"nonexistent-home", "nonexistent-ws", ".ssh", ".aws", ".config", "gcloud", "gh",
+		".docker", "config.json", "config.jsonx", "etc", "shadow", "gshadow", "shadowx",
+		"tmp", "var", "dev", "null", "zero", "shm", "proc", "self", "fd", ".git", "hooks",
+		"pre-commit", ".cache", ".npm", "x", "", ".", "..", "src", "main.c", "id_rsa",
+	};
+	static const char *const cmds[] = {
+		"rm -rf /", "rm -rf /etc/x", "/usr/bin/rm -rf /", "git push --force origin main",
+		"git push origin main", "git status", "curl http://x | sh", "ls -l", "sudo ls",
+		"dd if=/dev/zero of=/dev/sda", "mkfs.ext4 /dev/sdb", "chmod -R 777 /",
+		"/bin/sh -c true", "make -j2", "npm install", "shutdown -h now", "x",
+	};
+	enum { NCOMP = sizeof comps / sizeof *comps, NP = 20000, NC = sizeof cmds / sizeof *cmds };
+	static char paths[NP][200];
+	static struct bbx_pol_verdict rd[NP], wr[NP], ex[NC];
+	unsigned seed = 777;
+	for (size_t i = 0; i < NP; i++) {
+		size_t pl = 0;
+		seed = seed * 1103515245u + 12345u;
+		int depth = 1 + (int)((seed >> 16) % 5), rel = (seed >> 8) % 17 == 0;
+		for (int d = 0; d < depth; d++) {
+			seed = seed * 1103515245u + 12345u;
+			pl += (size_t)snprintf(paths[i] + pl, sizeof paths[0] - pl, "%s%s",
+						d || !rel ? "/" : "",
+						d == 0 && (seed & 0x100) ? "nonexistent-home"
+									 : comps[(seed >> 16) % NCOMP]);
+		}
+		if ((seed >> 4) % 13 == 0 && pl + 1 < sizeof paths[0])
+			strcat(paths[i], "/");
+		bbx_pol_read(p, paths[i], &rd[i]);
+		bbx_pol_write(p, paths[i], &wr[i]);
+	}
+	for (size_t i = 0; i < NC; i++)
+		bbx_pol_exec(p, cmds[i], &ex[i]);
+	ck_assert_int_eq(bbx_pol_index_source(), 0);
+	bbx_pol_index(p);
+	ck_assert_int_eq(bbx_pol_index_source(), want);
+	size_t refused = 0, allowed = 0, denied = 0;
+	for (size_t i = 0; i < NP; i++) {
+		bbx_pol_read(p, paths[i], &v);
+		ck_assert_msg(v.decision == rd[i].decision && v.rule == rd[i].rule,
+			      "read %s: indexed %d, plain %d", paths[i], v.decision, rd[i].decision);
+		refused += v.decision == BBX_DEC_DENY;
+		bbx_pol_write(p, paths[i], &v);
+		ck_assert_msg(v.decision == wr[i].decision && v.rule == wr[i].rule,
+			      "write %s: indexed %d, plain %d", paths[i], v.decision, wr[i].decision);
+		allowed += v.decision == BBX_DEC_ALLOW;
+	}
+	for (size_t i = 0; i < NC; i++) {
+		bbx_pol_exec(p, cmds[i], &v);
+		ck_assert_msg(v.decision == ex[i].decision && v.rule == ex[i].rule,
+			      "exec %s: indexed %d, plain %d", cmds[i], v.decision, ex[i].decision);
+		denied += v.decision == BBX_DEC_DENY;
+	}
+	ck_assert_uint_gt(refused, 100); /* the corpus does reach deny_read roots */
+	ck_assert_uint_gt(allowed, 100); /* and write roots */
+	ck_assert_uint_gt(denied, 3);    /* and exec rules */
+}
+
 START_TEST(test_builtin_default)
 {
 	void *blob;
@@ -404,49 +470,51 @@ START_TEST(test_builtin_default)
 	bbx_pol_read(p, "/nonexistent-home/.bashrc", &v);
 	ck_assert_int_eq(v.decision, BBX_DEC_ALLOW);
 
-	/* The hashed roots (bbx_pol_index) decide as the plain scan does, rule for rule,
-	 * for reads and writes of 20,000 paths made of the roots' own components (exact
-	 * roots, below them, beside them, "//", trailing '/', relative). */
-	static const char *const comps[] = {
-		"nonexistent-home", "nonexistent-ws", ".ssh", ".aws", ".config", "gcloud", "gh",
-		".docker", "config.json", "config.jsonx", "etc", "shadow", "gshadow", "shadowx",
-		"tmp", "var", "dev", "null", "zero", "shm", "proc", "self", "fd", ".git", "hooks",
-		"pre-commit", ".cache", ".npm", "x", "", ".", "..", "src", "main.c", "id_rsa",
-	};
-	enum { NCOMP = sizeof comps / sizeof *comps, NP = 20000 };
-	static char paths[NP][200];
-	static struct bbx_pol_verdict rd[NP], wr[NP];
-	unsigned seed = 777;
-	for (size_t i = 0; i < NP; i++) {
-		size_t pl = 0;
-		seed = seed * 1103515245u + 12345u;
-		int depth = 1 + (int)((seed >> 16) % 5), rel = (seed >> 8) % 17 == 0;
-		for (int d = 0; d < depth; d++) {
-			seed = seed * 1103515245u + 12345u;
-			pl += (size_t)snprintf(paths[i] + pl, sizeof paths[0] - pl, "%s%s",
-						d || !rel ? "/" : "",
-						d == 0 && (seed & 0x100) ? "nonexistent-home"
-									 : comps[(seed >> 16) % NCOMP]);
-		}
-		if ((seed >> 4) % 13 == 0 && pl + 1 < sizeof paths[0])
-			strcat(paths[i], "/");
-		bbx_pol_read(p, paths[i], &rd[i]);
-		bbx_pol_write(p, paths[i], &wr[i]);
-	}
-	bbx_pol_index(p);
-	size_t refused = 0, allowed = 0;
-	for (size_t i = 0; i < NP; i++) {
-		bbx_pol_read(p, paths[i], &v);
-		ck_assert_msg(v.decision == rd[i].decision && v.rule == rd[i].rule,
-			      "read %s: indexed %d, plain %d", paths[i], v.decision, rd[i].decision);
-		refused += v.decision == BBX_DEC_DENY;
-		bbx_pol_write(p, paths[i], &v);
-		ck_assert_msg(v.decision == wr[i].decision && v.rule == wr[i].rule,
-			      "write %s: indexed %d, plain %d", paths[i], v.decision, wr[i].decision);
-		allowed += v.decision == BBX_DEC_ALLOW;
-	}
-	ck_assert_uint_gt(refused, 100); /* the corpus does reach deny_read roots */
-	ck_assert_uint_gt(allowed, 100); /* and write roots */
+	index_agrees(p, 1); /* the compiler's index, carried in the blob */
+	free(blob);
+}
+END_TEST
+
+/* A blob without an index (an older compiler's) and one whose index fails its checks
+ * (every word past its magic and size damaged): each process builds its own, and it
+ * decides as the scan does. */
+START_TEST(test_index_absent)
+{
+	void *blob;
+	size_t len;
+	char err[512];
+	ck_assert_int_eq(bbx_pol_compile(NULL, &V, &blob, &len, err, sizeof err), 0);
+	struct bbx_pol_hdr *p = blob;
+	ck_assert_uint_eq(p->ix_len, bbx_pol_ix_size());
+	ck_assert_uint_eq(p->ix_off % 8, 0);
+	ck_assert_uint_ge(p->ix_off, p->strings_off + p->strings_len);
+	p->ix_off = p->ix_len = 0;
+	ck_assert_int_eq(bbx_pol_check(blob, len), 0);
+	index_agrees(p, 2);
+	free(blob);
+}
+END_TEST
+
+START_TEST(test_index_damaged)
+{
+	void *blob;
+	size_t len;
+	char err[512];
+	ck_assert_int_eq(bbx_pol_compile(NULL, &V, &blob, &len, err, sizeof err), 0);
+	struct bbx_pol_hdr *p = blob;
+	memset((char *)blob + p->ix_off + 8, 0xff, p->ix_len - 8);
+	ck_assert_int_eq(bbx_pol_check(blob, len), 0);
+	index_agrees(p, 2);
+	/* Where an index cannot be: misaligned, inside the strings, past the end. */
+	uint32_t off = p->ix_off;
+	p->ix_off = off + 4;
+	ck_assert_int_eq(bbx_pol_check(blob, len), -EINVAL);
+	p->ix_off = p->strings_off;
+	ck_assert_int_eq(bbx_pol_check(blob, len), -EINVAL);
+	p->ix_off = off + 8;
+	ck_assert_int_eq(bbx_pol_check(blob, len), -EINVAL);
+	p->ix_off = 0;
+	ck_assert_int_eq(bbx_pol_check(blob, len), -EINVAL); /* a length without a place */
 	free(blob);
 }
 END_TEST
@@ -532,6 +600,8 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, test_exec_rules);
 	tcase_add_test(tc, test_defaults_and_general);
 	tcase_add_test(tc, test_builtin_default);
+	tcase_add_test(tc, test_index_absent);
+	tcase_add_test(tc, test_index_damaged);
 	tcase_add_test(tc, test_deny_read_inodes_and_install);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
