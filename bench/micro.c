@@ -7,8 +7,9 @@
  *
  *   micro [-b BATCHES] [-n ITERS] DIR     median over BATCHES of ns/call, one line per op
  *   micro -s N                             N posix_spawn()+wait of /bin/true, us per start
+ *   micro -f N                             us to write k fresh pages, faulted vs MAP_POPULATE
  *
- * Output lines: "op NAME NS" (and "spawn US").  Files are made in DIR. */
+ * Output lines: "op NAME NS" (and "spawn US"; "pages K faulted US populated US").  Files are made in DIR. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -198,12 +200,50 @@ static int spawn(int n)
 	return 0;
 }
 
+/* What writing k fresh pages of a 14-page anonymous mapping costs (14: the size of a
+ * thread's capture scratch), mapped plainly (a page fault per page written) and with
+ * MAP_POPULATE (the kernel fills them in with the mapping): the shim's memory decisions
+ * rest on this (journal/capture.c, journal/hot.h).  us per map + writes + unmap, best
+ * of 5 batches of n. */
+static double map_round(int touch, int populate, int n)
+{
+	const size_t len = 14 * 4096;
+	double best = 1e300;
+
+	for (int b = 0; b < 5; b++) {
+		double t0 = now_ns();
+		for (int i = 0; i < n; i++) {
+			volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+						MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
+			check(p != MAP_FAILED, "mmap");
+			for (int k = 0; k < touch; k++)
+				p[(size_t)k * 4096 + 8] = 1;
+			munmap((void *)p, len);
+		}
+		double t = (now_ns() - t0) / n;
+		if (t < best)
+			best = t;
+	}
+	return best / 1000;
+}
+
+static int faults(int n)
+{
+	static const int ks[] = {1, 2, 4, 8, 14};
+
+	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++)
+		printf("pages %d faulted %.1f populated %.1f\n", ks[i], map_round(ks[i], 0, n),
+		       map_round(ks[i], 1, n));
+	return 0;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: micro [-b BATCHES] [-n ITERS] DIR\n       micro -s N\n"
+	fprintf(stderr, "usage: micro [-b BATCHES] [-n ITERS] DIR\n       micro -s N\n       micro -f N\n"
 			"ns per call of open+close, stat, create+write+unlink, rename,\n"
 			"socket+connect+accept+close through libc and via syscall(2), and a\n"
-			"200-byte O_APPEND write; or us per posix_spawn of /bin/true (-s).\n");
+			"200-byte O_APPEND write; or us per posix_spawn of /bin/true (-s);\n"
+			"or us to write 1-14 fresh pages of a mapping, faulted or populated (-f).\n");
 	exit(2);
 }
 
@@ -230,11 +270,12 @@ int main(int argc, char **argv)
 	socklen_t len = sizeof(addr);
 	size_t i;
 
-	while ((c = getopt(argc, argv, "b:n:s:h")) != -1) {
+	while ((c = getopt(argc, argv, "b:n:s:f:h")) != -1) {
 		switch (c) {
 		case 'b': batches = atoi(optarg); break;
 		case 'n': iters = atoi(optarg); break;
 		case 's': return spawn(atoi(optarg) > 0 ? atoi(optarg) : 1);
+		case 'f': return faults(atoi(optarg) > 0 ? atoi(optarg) : 1);
 		default: usage();
 		}
 	}

@@ -9,6 +9,7 @@
  */
 #include "capture.h"
 #include "sys.h"
+#include "hot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +32,8 @@
 /* Thread-local storage holds only a pointer: a large static TLS block would be zeroed
  * and faulted in by every process and thread at start, mutating or not. */
 static __thread struct bbx_scratch *scratch_tls __attribute__((tls_model("initial-exec")));
-static pthread_key_t scratch_key;
-static int scratch_key_state; /* 0 none, 1 being created, 2 ready, 3 unavailable */
+BBX_HOT static pthread_key_t scratch_key;
+BBX_HOT static int scratch_key_state; /* 0 none, 1 being created, 2 ready, 3 unavailable */
 
 static void scratch_free(void *p)
 {
@@ -42,12 +43,22 @@ static void scratch_free(void *p)
 	munmap(p, sizeof(struct bbx_scratch));
 }
 
-struct bbx_scratch *bbx_scratch(void)
+/* The mapping, populated or not.  A thread's first capture writes a record, a path or
+ * two, the stat memos, the working directory and the held-back RESULTs: 8 or 9 of the
+ * 14 pages for an rm of one file (perf, page faults by address), each a page fault of
+ * its own.  Writing 8 fresh pages of such a mapping costs ~110 us here when each one
+ * faults, ~85 us when mmap populates all 14 (bench/micro -f: the break-even is ~5
+ * pages; issue 5), so a capture's scratch comes populated.  Not the one atfork_prepare
+ * maps for its fork children (shim/init.c): a child that only executes writes one page
+ * of it, and its copy-on-write fault costs the same whether the parent's page was
+ * there or not. */
+static struct bbx_scratch *scratch_map(int populate)
 {
 	struct bbx_scratch *s = scratch_tls;
 	if (s)
 		return s;
-	s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
 	if (s == MAP_FAILED)
 		return NULL;
 	int st = 0;
@@ -65,6 +76,17 @@ struct bbx_scratch *bbx_scratch(void)
 	bbx_run_defer_tls = &s->defer;
 	scratch_tls = s;
 	return s;
+}
+
+struct bbx_scratch *bbx_scratch(void)
+{
+	struct bbx_scratch *s = scratch_tls;
+	return s ? s : scratch_map(1);
+}
+
+struct bbx_scratch *bbx_scratch_lazy(void)
+{
+	return scratch_map(0);
 }
 
 void bbx_scratch_atfork_child(void)
@@ -252,7 +274,7 @@ static struct {
 	unsigned seq;
 	uint64_t dev, ino;
 } fdid[BBX_FDID_N];
-static int fdid_hi; /* one past the highest descriptor ever marked */
+BBX_HOT static int fdid_hi; /* one past the highest descriptor ever marked */
 
 static void fdid_store(int fd, uint64_t dev, uint64_t ino)
 {

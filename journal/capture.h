@@ -127,6 +127,9 @@ void bbx_nsgen_bump(void);
 /* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at
  * thread exit.  NULL when it cannot be mapped: callers refuse with ENOMEM. */
 struct bbx_scratch *bbx_scratch(void);
+/* The same, but mapped without faulting its pages in (MAP_POPULATE is what bbx_scratch
+ * does): for the fork handler, which maps it only for the children to inherit. */
+struct bbx_scratch *bbx_scratch_lazy(void);
 /* In a fork child: unblocks what a thread of the parent left half-done. */
 void bbx_scratch_atfork_child(void);
 

@@ -9,6 +9,7 @@
  * children.  Configured patterns live in static storage written once at start-up.
  */
 #include "redact.h"
+#include "hot.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -36,10 +37,10 @@ static const char *const p_tools[] = {
 
 #define MAX_EXTRA 64
 static char pool[4096];
-static size_t pool_used;
+BBX_HOT static size_t pool_used;
 static const char *extra_env[MAX_EXTRA], *extra_argv[MAX_EXTRA];
-static size_t n_extra_env, n_extra_argv;
-static bool fingerprint;
+BBX_HOT static size_t n_extra_env, n_extra_argv;
+BBX_HOT static bool fingerprint;
 
 static const char *pool_copy(const char *s)
 {
@@ -593,9 +594,9 @@ size_t bbx_redact_argv(char *const argv[], char *out, size_t cap)
 	return len;
 }
 
-static uint64_t *clean_slots;
-static size_t clean_n;
-static uint64_t clean_seed;
+BBX_HOT static uint64_t *clean_slots;
+BBX_HOT static size_t clean_n;
+BBX_HOT static uint64_t clean_seed;
 
 void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed)
 {

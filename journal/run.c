@@ -3,6 +3,7 @@
 #include "run.h"
 #include "capture.h"
 #include "sys.h"
+#include "hot.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -181,7 +182,7 @@ fail:
 	return rc;
 }
 
-uint64_t *bbx_nsgen;
+BBX_HOT uint64_t *bbx_nsgen;
 
 /* 1 if dir, absolute, without '.', '..', '//' or a trailing '/', names a directory
  * through no symbolic link (then it is its own canonical name), with its stat in *sb.  One stat and
@@ -207,7 +208,12 @@ static int dir_canonical(const char *dir, struct stat *sb)
 
 int bbx_run_open(struct bbx_run *run, const char *dir)
 {
-	memset(run, 0, sizeof *run);
+	/* Not the two path buffers (run.h): each is a string, emptied here and written
+	 * below; cleared whole, they were two more pages written in every process that
+	 * opens the run. */
+	memset(run, 0, offsetof(struct bbx_run, w.path));
+	run->w.path[0] = 0;
+	run->dir[0] = 0;
 	/* Canonical, so the "never write into the journal directory" check compares like
 	 * with like. */
 	char canon[PATH_MAX];
@@ -275,7 +281,7 @@ int bbx_run_resolve(const char *arg, char *out, size_t cap)
 __thread uint64_t bbx_run_last_seq __attribute__((tls_model("initial-exec")));
 __thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial-exec")));
 
-int bbx_run_proc_pending;
+BBX_HOT int bbx_run_proc_pending;
 /* Weak, as is bbx_run_defer_on: the shim's definitions (shim/init.c) are initialised
  * statically, not stored by its constructor (a page fault per process, issue 5). */
 __attribute__((weak)) void (*bbx_run_prologue)(struct bbx_run *run);
@@ -289,9 +295,9 @@ __attribute__((weak)) void (*bbx_run_prologue)(struct bbx_run *run);
  * bbx_run_fresh_ids, because a vfork child writes them sharing this memory, the cache
  * included: the pid is then asked again, and the cache serves only a process whose pid
  * it holds. */
-static int32_t ids_pid, ids_ppid;
-static uint32_t ids_uid;
-static int ids_ok;
+BBX_HOT static int32_t ids_pid, ids_ppid;
+BBX_HOT static uint32_t ids_uid;
+BBX_HOT static int ids_ok;
 __thread int bbx_run_fresh_ids __attribute__((tls_model("initial-exec")));
 
 void bbx_run_ids_learn(void)
@@ -363,8 +369,8 @@ __thread struct bbx_defer *bbx_run_defer_tls __attribute__((tls_model("initial-e
  * deferred only while the process has a single thread, which never changes back once a
  * second one started (glibc), and a fork's parent writes its buffer first: this is the
  * one buffer that can hold anything. */
-static struct bbx_defer *defer_main;
-static struct bbx_run *defer_run;
+BBX_HOT static struct bbx_defer *defer_main;
+BBX_HOT static struct bbx_run *defer_run;
 
 /* Takes d's pending records: their length (0: none), copied to out. */
 static uint32_t defer_take(struct bbx_defer *d, uint8_t *out)
@@ -510,8 +516,8 @@ int bbx_run_batch_flush(struct bbx_run *run, struct bbx_run_batch *b)
 
 /* ---- [journal] sync ------------------------------------------------------------------ */
 
-unsigned long bbx_run_syncs;
-static int sync_lock_broken; /* this process gave up on the sync lock (stuck holder) */
+BBX_HOT unsigned long bbx_run_syncs;
+BBX_HOT static int sync_lock_broken; /* this process gave up on the sync lock (stuck holder) */
 
 /* The records written right before a mutation that undo needs: [journal] sync makes
  * them durable before the call is issued.  DIRMETA is not among them: the record of

@@ -19,14 +19,18 @@
 #include <limits.h>
 #include <stdint.h>
 
+/* The small fields first, and the writer's (writer.h) right after them: a process that
+ * opens the run then writes the head of two pages of this struct, the one holding them
+ * and the journal path, and the one holding dir, not three (each a page fault; issue
+ * 5).  bbx_run_open clears only the small fields. */
 struct bbx_run {
-	char dir[PATH_MAX];
 	size_t dirlen;
 	/* The journal directory and its objects/ by identity: whatever path reaches them
 	 * (.., symlinks, bind mounts), the run may not change what is inside. */
 	uint64_t jdev, jino, odev, oino;
-	struct bbx_writer w;
 	struct bbx_state *st;
+	struct bbx_writer w;
+	char dir[PATH_MAX];
 };
 
 /* The default state directory into out.  Returns 0 or -ENAMETOOLONG/-ENOENT. */

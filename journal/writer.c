@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * writer.c - journal appends with descriptor identity checks (see writer.h). */
 #include "writer.h"
+#include "hot.h"
 #include "record.h"
 #include "state.h"
 #include "sys.h"
@@ -132,7 +133,7 @@ void bbx_writer_fd_touched(const struct bbx_writer *w, int lo, int hi)
 		__atomic_add_fetch(&bbx_writer_fd_gen, 1, __ATOMIC_ACQ_REL);
 }
 
-void (*bbx_writer_test_hook)(void);
+BBX_HOT void (*bbx_writer_test_hook)(void);
 
 static uint64_t get64le(const uint8_t *p)
 {

@@ -22,10 +22,10 @@
 #define BBX_WRITER_FD_MIN 900
 
 struct bbx_writer {
-	char path[PATH_MAX];
 	int fd; /* accessed atomically */
-	uint64_t dev, ino;
 	unsigned gen_ok; /* bbx_writer_fd_gen when fd was last found to be ours */
+	uint64_t dev, ino;
+	char path[PATH_MAX]; /* last: the small fields share a page with the path's head */
 };
 
 /* Descriptor generation.  The identity check of the journal's descriptor (an fstat and

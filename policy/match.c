@@ -7,6 +7,7 @@
  */
 #include "policy.h"
 #include "journal/record.h"
+#include "journal/hot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -257,9 +258,9 @@ struct bbx_pol_ix {
 	uint16_t xidx_n, xidx_rule[XIDX_MAX], xidx_off[XIDX_MAX];
 	uint8_t xidx_len[XIDX_MAX];
 };
-static const struct bbx_pol_hdr *idx_blob;
-static const struct bbx_pol_ix *idx; /* the index of idx_blob once idx_state is 2 */
-static int idx_state; /* 0 none, 1 building, 2 ready, 3 unusable */
+BBX_HOT static const struct bbx_pol_hdr *idx_blob;
+BBX_HOT static const struct bbx_pol_ix *idx; /* the index of idx_blob once idx_state is 2 */
+BBX_HOT static int idx_state; /* 0 none, 1 building, 2 ready, 3 unusable */
 static struct bbx_pol_ix own_ix; /* for a blob that carries none */
 
 #define FNV_BASIS 0xcbf29ce484222325ull

@@ -10,6 +10,7 @@
  */
 #include "shim.h"
 #include "journal/redact.h"
+#include "journal/hot.h"
 
 #include <dlfcn.h>
 #include <sys/wait.h> /* the wait family, for the table below */
@@ -24,7 +25,7 @@
 
 extern char **environ;
 
-#define BBX_WRAP(name, ret, params) ret(*bbx_real_##name) params;
+#define BBX_WRAP(name, ret, params) BBX_HOT ret(*bbx_real_##name) params;
 #include "wrappers.def"
 #undef BBX_WRAP
 
@@ -279,7 +280,7 @@ static void atfork_prepare(void)
 		if (bbx_open_run() == 0) {
 			(void)bbx_policy();
 			bbx_pol_share_with_children();
-			(void)bbx_scratch(); /* its mmap and thread key */
+			(void)bbx_scratch_lazy(); /* its mmap and thread key */
 			prebind();
 		}
 		bbx_guard = 0;

@@ -18,6 +18,7 @@
 #include "shim.h"
 #include "policy/policy.h"
 #include "journal/redact.h"
+#include "journal/hot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,8 +50,8 @@ static const struct {
 	.strings = "\0J/policy (damaged)",
 };
 
-static const struct bbx_pol_hdr *pol;
-static int pol_state; /* 0 not mapped, 1 mapping, 2 done */
+BBX_HOT static const struct bbx_pol_hdr *pol;
+BBX_HOT static int pol_state; /* 0 not mapped, 1 mapping, 2 done */
 /* 1 while unknown or when reads must be checked (deny_read paths exist): the read-only
  * fast path of open/stat tests only this. */
 int bbx_pol_reads = 1;
@@ -134,9 +135,9 @@ const struct bbx_pol_hdr *bbx_policy(void)
 /* At most 10 lines per 10 s per process, then one line saying how many were not shown. */
 #define EXPLAIN_BURST 10
 #define EXPLAIN_WINDOW_NS 10000000000ull
-static unsigned long long explain_t0;
-static unsigned explain_n, explain_dropped;
-static uint64_t explain_last;
+BBX_HOT static unsigned long long explain_t0;
+BBX_HOT static unsigned explain_n, explain_dropped;
+BBX_HOT static uint64_t explain_last;
 
 static const char *verb(int access)
 {
