@@ -14,7 +14,10 @@
 # Environment knobs (all optional):
 #   BBX_BUILDDIR     a built tree (default: the source tree)
 #   BENCH_ROUNDS     rounds (default 5; scripts may take it as $1 too)
-#   BENCH_VARIANTS   which variants, in order (default "bare bbx installwatch fakeroot strace")
+#   BENCH_VARIANTS   which variants, in order (default "bare layers bbx installwatch
+#                    fakeroot strace"); layers is bbx-run preloading an empty library
+#                    instead of the shim: its seccomp filter and Landlock ruleset and the
+#                    cost of preloading any library, the floor under the bbx row
 #   BENCH_BBX_RUN    the bbx invocation before "--journal DIR -- CMD" (default "$B/tools/bbx-run -q");
 #                    set it to add a policy option once bbx-run has one
 #   BENCH_TMPDIR     where the work directory goes (default: the build tree; not /tmp,
@@ -30,7 +33,7 @@ UNDO="$B/tools/bbx-undo"
 LOG="$B/tools/bbx-log"
 BBX_RUN=${BENCH_BBX_RUN:-"$RUN -q"}
 ROUNDS=${BENCH_ROUNDS:-5}
-VARIANTS=${BENCH_VARIANTS:-"bare bbx installwatch fakeroot strace"}
+VARIANTS=${BENCH_VARIANTS:-"bare layers bbx installwatch fakeroot strace"}
 CACHE=${BENCH_CACHE:-$SRC/bench/.cache}
 [ -x "$RUN" ] || { echo "bench: $RUN not built (set BBX_BUILDDIR)" >&2; exit 1; }
 W=$(mktemp -d "${BENCH_TMPDIR:-$B}/bbx-bench.XXXXXX")
@@ -86,11 +89,22 @@ med() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 mm() { sort -n "$1" | awk 'NR==1{mn=$1} {mx=$1} END {printf "%.3f-%.3f", mn, mx}'; }
 div() { echo "$1 / $2" | bc -l; }
 
+# The "layers" variant's library: nothing in it, so a run under it costs what bbx-run's
+# kernel layers and the loader's handling of one more preloaded library cost.
+EMPTY=
+if [[ " $VARIANTS " == *" layers "* ]]; then
+	echo 'int bbx_bench_empty;' >"$W/empty.c"
+	${CC:-cc} -shared -fPIC -o "$W/empty.so" "$W/empty.c" 2>/dev/null && EMPTY="$W/empty.so"
+fi
+
 # The variants that can run here; a peer that is not installed is skipped, said once.
 ACTIVE=
 for v in $VARIANTS; do
 	case $v in
 	bare | bbx) ACTIVE="$ACTIVE $v" ;;
+	layers)
+		if [ -n "$EMPTY" ]; then ACTIVE="$ACTIVE $v"
+		else echo "bench: no C compiler for the layers variant's empty library, skipped" >&2; fi ;;
 	installwatch | fakeroot | strace)
 		if command -v "$v" >/dev/null 2>&1; then ACTIVE="$ACTIVE $v"
 		else echo "bench: $v not installed, variant skipped" >&2; fi ;;
@@ -107,6 +121,7 @@ vrun() {
 	case $v in
 	bare) "$@" ;;
 	bbx) $BBX_RUN --journal "$J" -- "$@" ;;
+	layers) BBX_SHIM=$EMPTY $BBX_RUN --journal "$J" -- "$@" ;;
 	installwatch) mkdir -p "$IW" && installwatch -b -r "$IW" -o "$IW/log" "$@" ;;
 	fakeroot) fakeroot -- "$@" ;;
 	strace) strace -f -e trace=file,process -o /dev/null "$@" ;;
@@ -127,7 +142,7 @@ kib() { du -sk "$1" 2>/dev/null | cut -f1 || echo 0; }
 # bash that calls vrun (the same extra bash start in every variant, outside bbx-run).
 if [ -x /usr/bin/time ]; then
 	export -f vrun
-	export BBX_RUN J IW
+	export BBX_RUN J IW EMPTY
 	VRUN=(/usr/bin/time -f %R -o "$W/flt" bash -c 'vrun "$@"' vrun)
 else
 	VRUN=(vrun)
@@ -205,6 +220,11 @@ table() {
 			"$(med "$c")" "$([ -n "$cbase" ] && printf '%.2f' "$(div "$(med "$c")" "$cbase")" || echo -)" \
 			"$([ -s "$W/f.$name.$v" ] && med "$W/f.$name.$v" || echo -)" "$extra"
 	done
+	if [ -s "$W/t.$name.layers" ] && [ -s "$W/t.$name.bbx" ]; then
+		printf '  the shim alone (bbx / layers): %.3f elapsed, %.3f CPU\n' \
+			"$(div "$(med "$W/t.$name.bbx")" "$(med "$W/t.$name.layers")")" \
+			"$(div "$(med "$W/c.$name.bbx")" "$(med "$W/c.$name.layers")")"
+	fi
 	[ -s "$W/stats.$name" ] && sed 's/^/  bbx-log --stats: /' "$W/stats.$name"
 	echo "  ($ROUNDS rounds, alternating$(printf ' %s' $ACTIVE), each round starting one later; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
 }

@@ -16,9 +16,7 @@ M="$B/bench/micro"
 ARGS=${BENCH_MICRO_ARGS:--b 9 -n 20000}
 SN=${BENCH_SPAWN_N:-2000}
 mkdir -p "$W/d"
-echo 'int bbx_bench_empty;' >"$W/empty.c"
-EMPTY="$W/empty.so"
-${CC:-cc} -shared -fPIC -o "$EMPTY" "$W/empty.c" 2>/dev/null || EMPTY=
+# EMPTY: lib.sh's empty library, when BENCH_VARIANTS has layers (the default)
 for _ in $(seq "$ROUNDS"); do
 	# shellcheck disable=SC2086
 	"$M" $ARGS "$W/d" >>"$W/m.bare"
@@ -63,4 +61,7 @@ awk '{print $2}' "$W/s.bare" >"$W/a"
 awk '{print $2}' "$W/s.bbx" >"$W/b"
 printf 'posix_spawn+wait of /bin/true (%s per run): bare %.0f us, bbx %.0f us per start (%s / %s); shim start-up +%.0f us per process\n' \
 	"$SN" "$(med "$W/a")" "$(med "$W/b")" "$(mm "$W/a")" "$(mm "$W/b")" "$(echo "$(med "$W/b") - $(med "$W/a")" | bc)"
+# What the shim's memory layout decisions rest on: a page fault's cost here.
+echo "writing k fresh pages of a 14-page mapping, us (page faults, or MAP_POPULATE):"
+"$M" -f 2000 | sed 's/^/  /'
 echo "  ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
