@@ -447,12 +447,19 @@ static void index_agrees(const struct bbx_pol_hdr *p, int want)
 	ck_assert_uint_gt(denied, 3);    /* and exec rules */
 }
 
+/* The built-in default policy, compiled; its length in *len. */
+static struct bbx_pol_hdr *builtin(size_t *len)
+{
+	void *blob = NULL;
+	char err[512];
+	ck_assert_msg(bbx_pol_compile(NULL, &V, &blob, len, err, sizeof err) == 0, "%s", err);
+	return blob;
+}
+
 START_TEST(test_builtin_default)
 {
-	void *blob;
 	size_t len;
-	char err[512];
-	ck_assert_int_eq(bbx_pol_compile(NULL, &V, &blob, &len, err, sizeof err), 0);
+	void *blob = builtin(&len);
 	ck_assert_int_eq(bbx_pol_check(blob, len), 0);
 	const struct bbx_pol_hdr *p = blob;
 	ck_assert_str_eq(bbx_pol_str(p, p->src), "built-in");
@@ -480,11 +487,9 @@ END_TEST
  * decides as the scan does. */
 START_TEST(test_index_absent)
 {
-	void *blob;
 	size_t len;
-	char err[512];
-	ck_assert_int_eq(bbx_pol_compile(NULL, &V, &blob, &len, err, sizeof err), 0);
-	struct bbx_pol_hdr *p = blob;
+	struct bbx_pol_hdr *p = builtin(&len);
+	void *blob = p;
 	ck_assert_uint_eq(p->ix_len, bbx_pol_ix_size());
 	ck_assert_uint_eq(p->ix_off % 8, 0);
 	ck_assert_uint_ge(p->ix_off, p->strings_off + p->strings_len);
@@ -497,11 +502,9 @@ END_TEST
 
 START_TEST(test_index_damaged)
 {
-	void *blob;
 	size_t len;
-	char err[512];
-	ck_assert_int_eq(bbx_pol_compile(NULL, &V, &blob, &len, err, sizeof err), 0);
-	struct bbx_pol_hdr *p = blob;
+	struct bbx_pol_hdr *p = builtin(&len);
+	void *blob = p;
 	memset((char *)blob + p->ix_off + 8, 0xff, p->ix_len - 8);
 	ck_assert_int_eq(bbx_pol_check(blob, len), 0);
 	index_agrees(p, 2);
