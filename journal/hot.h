@@ -8,7 +8,7 @@
  * the descriptor marks' bound, the process ids, the held-back RESULTs' owner,
  * redaction's counts, the writer's test hook.  Each page of them a process touches is
  * a page fault (two when it is read before it is written: the zero page, then the
- * copy), 10-13 us each on this kind of machine (bench/micro.sh, "fault" row; issue 5).
+ * copy), 10-13 us each on this kind of machine (bench/micro -f; issue 5).
  * In ".data.bbx_hot", which the default linker script gathers into .data, they share
  * the data segment's one file-backed page, which the dynamic loader has written
  * already (the GOT, the relocations; tests/e2e/t-layout.sh holds it to one page).  In
