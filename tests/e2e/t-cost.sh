@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 22
+plan 24
 
 N=100
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
@@ -114,4 +114,23 @@ read -r fj nj wmax wmin < <(child_calls "$T_TMP/fj.st")
 diag "fork child before exec: $fb/100 system calls bare, $fj/100 under bbx ($nb, $nj children)"
 [ "$nb" -eq 20 ] && [ "$nj" -eq 20 ] && [ $((fj - fb)) -le 750 ]; ok $? "fork child before exec: at most 7.50 system calls added ($(((fj - fb) / 100)).$(printf %02d $(((fj - fb) % 100)))): stat, getcwd, two clocks, getpid twice, one write, the ELF header once per program"
 [ "$wmax" -eq 1 ] && [ "$wmin" -eq 1 ]; ok $? "fork child before exec: the EXEC record is the child's one journal write ($wmin..$wmax per child)"
+
+# A run starts its command with one exec: bbx-run's child loads the shim with dlopen
+# and executes the command through the shim's execvp (tools/bbx-run.c,
+# exec_through_shim), not by executing bbx-run a second time under it (a program start,
+# 3-4 ms on a slow VM).  The command's EXEC record is still the shim's, with its pid.
+w=$(new_ws)
+(cd "$w" && strace -f -e trace=execve -o "$T_TMP/ex.st" bbx-run --quiet --journal "$T_TMP/j.ex" -- /bin/true)
+nexec=$(grep -c 'execve(.*= 0$' "$T_TMP/ex.st")
+diag "successful execve calls of bbx-run -- /bin/true: $nexec"
+[ "$nexec" -eq 2 ]; ok $? "bbx-run starts its command with one exec after its own ($nexec in all)"
+python3 "$BBX_SRCDIR/tests/e2e/jdecode.py" "$T_TMP/j.ex/journal" >"$T_TMP/ex.json"
+python3 - "$T_TMP/ex.json" "$T_TMP/ex.st" <<'PY'
+import json, re, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+pid = [int(l.split()[0]) for l in open(sys.argv[2]) if re.search(r'execve\("/bin/true".*= 0$', l)]
+ex = [r for r in recs if r["type"] == "EXEC" and r.get("exe") == "/bin/true"]
+sys.exit(0 if len(ex) == 1 and pid and ex[0]["hpid"] == pid[0] else 1)
+PY
+ok $? "its EXEC record is written by the shim in the process that became the command"
 finish
