@@ -245,7 +245,8 @@ char *bbx_pol_lookup(const char *explicit_path);
  * expected" in err; nothing is half-applied. */
 int bbx_pol_compile(const char *file, const struct bbx_pol_vars *vars, void **blob,
 		    size_t *len, char *err, size_t errcap);
-/* Writes the blob to dir/policy (mode 0444, atomically). Returns 0 or -errno. */
+/* Writes the blob to dir/policy (mode 0444, atomically; flushed to disk before the
+ * rename only when the blob's [journal] sync is not off). Returns 0 or -errno. */
 int bbx_pol_install(const char *dir, const void *blob, size_t len);
 /* The effective policy in INI form, variables expanded, with each rule's origin. */
 void bbx_pol_print(const struct bbx_pol_hdr *p, FILE *out);
