@@ -94,20 +94,23 @@ ok $? "policy after it: still read-only, one copied page (fork copies its page t
 # all its pages resident (MAP_POPULATE: one mmap instead of 8 or 9 page faults for an
 # rm), and the one that appears with a fork before any record has none (the fork
 # handler maps it for the children to inherit: populating it would cost every forking
-# shell what its children never use).  The scratch is found as the 56 kB anonymous
-# mapping that was not there before.
+# shell what its children never use).  The scratch is found as the run of 14 pages
+# newly mapped (it may merge with a neighbouring mapping), its pages' presence read
+# from /proc/self/pagemap.
 cat >"$T_TMP/scr.py" <<'PY'
-import os, re, sys
-def anon():
-    maps, cur = {}, None
-    for line in open("/proc/self/smaps"):
-        m = re.match(r"^([0-9a-f]+-[0-9a-f]+) \S+ \S+ \S+ (\S+)\s*(\S*)", line)
-        if m:
-            cur = m.group(1) if m.group(2) == "0" and not m.group(3) else None
-        elif cur and line.startswith(("Size:", "Rss:")):
-            maps.setdefault(cur, {})[line.split(":")[0]] = int(line.split()[1])
-    return maps
-before = anon()
+import os, sys
+PG = os.sysconf("SC_PAGE_SIZE")
+def pages():
+    got = set()
+    for line in open("/proc/self/maps"):
+        lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+        got.update(range(lo // PG, hi // PG))
+    return got
+def present(pg):
+    with open("/proc/self/pagemap", "rb") as f:
+        f.seek(pg * 8)
+        return int.from_bytes(f.read(8), "little") >> 63
+before = pages()
 if sys.argv[1] == "record":
     open("made", "w").close()
 else:
@@ -115,17 +118,25 @@ else:
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
-after = anon()
-new = [(k, v) for k, v in after.items() if k not in before and v.get("Size") == 56]
-print(sys.argv[1], " ".join("%s:%d/%d" % (k, v["Rss"], v["Size"]) for k, v in new) or "none")
+new = sorted(pages() - before)
+runs, run = [], []
+for pg in new:  # runs of newly mapped pages (a new mapping may merge with an old one)
+    if run and pg != run[-1] + 1:
+        runs.append(run)
+        run = []
+    run.append(pg)
+if run:
+    runs.append(run)
+out = ["%x:%d/%d" % (r[0] * PG, sum(present(p) for p in r), len(r)) for r in runs if len(r) == 14]
+print(sys.argv[1], " ".join(out) or "none")
 PY
 w=$(new_ws)
 (cd "$w" && bbx-run --quiet --journal "$T_TMP/j.scr1" -- python3 "$T_TMP/scr.py" record &&
 	bbx-run --quiet --journal "$T_TMP/j.scr2" -- python3 "$T_TMP/scr.py" fork) >"$T_TMP/scr.out" 2>&1
 sed "s/^/# /" "$T_TMP/scr.out" >&2
-grep -qE '^record [0-9a-f]+-[0-9a-f]+:56/56$' "$T_TMP/scr.out"
-ok $? "a capture's scratch (56 kB) is resident whole after the first record"
-grep -qE '^fork [0-9a-f]+-[0-9a-f]+:0/56$' "$T_TMP/scr.out"
+grep -qE '^record [0-9a-f]+:14/14$' "$T_TMP/scr.out"
+ok $? "a capture's scratch (14 pages) is resident whole after the first record"
+grep -qE '^fork [0-9a-f]+:0/14$' "$T_TMP/scr.out"
 ok $? "the scratch the fork handler maps for the children has no page resident"
 
 # 9. The variables marked BBX_HOT (journal/hot.h) lie in the data segment's file-backed
