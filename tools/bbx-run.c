@@ -113,6 +113,14 @@ static char *join_argv(char **av)
  * on a slow VM, a fifth of a no-op transaction (issue 5).  Returns only if the shim
  * could not be loaded (then the caller re-executes itself under it, as before); a
  * refused or failed exec ends the child here, as EXEC_UNDER_SHIM does. */
+/* After a refused or failed exec of cmd: the shell's statuses, 127 not found, 126 the rest. */
+__attribute__((noreturn)) static void exec_failed(const char *cmd)
+{
+	int e = errno;
+	warn("%s", cmd);
+	_exit(e == ENOENT ? 127 : 126);
+}
+
 static void exec_through_shim(const char *shim, char **cmd)
 {
 	void *h = dlopen(shim, RTLD_NOW | RTLD_LOCAL);
@@ -121,18 +129,14 @@ static void exec_through_shim(const char *shim, char **cmd)
 	if (!shim_execvp)
 		return;
 	shim_execvp(cmd[0], cmd);
-	int e = errno;
-	warn("%s", cmd[0]);
-	_exit(e == ENOENT ? 127 : 126);
+	exec_failed(cmd[0]);
 }
 
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], EXEC_UNDER_SHIM)) {
 		execvp(argv[2], argv + 2);
-		int e = errno;
-		warn("%s", argv[2]);
-		_exit(e == ENOENT ? 127 : 126);
+		exec_failed(argv[2]);
 	}
 	static const struct option lo[] = {{"journal", required_argument, 0, 'j'},
 					   {"transaction", no_argument, 0, 't'},
