@@ -1094,20 +1094,39 @@ int bbx_cap_remove_alias(struct bbx_run *run, const char *op, const char *path,
 	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
 }
 
+__thread int bbx_cap_rename_keeps_dirs __attribute__((tls_model("initial-exec")));
+
+/* Which directory a path of directories reaches changes only when a directory moves
+ * (or is removed, or a symlink takes a freed name: rmdir and symlink creation bump for
+ * those).  A rename whose source is not a directory cannot move one - it can replace
+ * only a non-directory (EISDIR otherwise) - unless it is an exchange: so sed -i, git's
+ * lock files and npm's temporary files, which rename a file over a file, leave the
+ * run's proofs standing, and the creations that follow in the same directory keep
+ * their one-lstat proof (issue 5, churn).  The source's type is the lstat the capture
+ * makes anyway.  What that lstat cannot see is the source replaced by a directory
+ * between it and the call: with no bump, a proof made before would still be checked
+ * by identity (dname_holds), which fails once that directory has moved away, and a
+ * symlink standing in for it must be created (a bump) or renamed in, onto a name this
+ * rename vacated, by a process racing it on purpose - the shim is no barrier against
+ * such a process (raw system calls pass it by). */
 int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const char *to,
 		   unsigned flags)
 {
 	if (!bbx_scratch())
 		return -ENOMEM;
-	bbx_nsgen_bump(); /* directories' proved names (bbx_dname) may stop holding */
+	bbx_cap_rename_keeps_dirs = 0;
 	POLICY(op, from, -1, 0);
 	POLICY(op, to, -1, 0);
-	if (pseudo_fs(from) || pseudo_fs(to))
-		return 0;
-	if (in_journal_dir(run, from) || in_journal_dir(run, to))
-		return -EACCES;
 	struct stat sf, st;
-	if (k_lstat(from, &sf) < 0)
+	int skip = pseudo_fs(from) || pseudo_fs(to);
+	int own = !skip && (in_journal_dir(run, from) || in_journal_dir(run, to));
+	int gone = skip || own || k_lstat(from, &sf) < 0;
+	int moves_dir = gone || S_ISDIR(sf.st_mode) || (flags & RENAME_EXCHANGE);
+	if (moves_dir)
+		bbx_nsgen_bump(); /* directories' proved names (bbx_dname) may stop holding */
+	if (own)
+		return -EACCES;
+	if (gone)
 		return 0;
 	if (is_protected_dir(run, from, &sf))
 		return -EACCES;
@@ -1130,7 +1149,9 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 	bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sf.st_mode));
 	bbx_enc_u64(&e, BBX_T_DEV, sf.st_dev);
 	bbx_enc_u64(&e, BBX_T_INO, sf.st_ino);
-	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+	rc = bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+	bbx_cap_rename_keeps_dirs = !rc && !moves_dir;
+	return rc;
 }
 
 int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd,

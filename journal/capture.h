@@ -123,6 +123,11 @@ int bbx_dname_known(const char *p, struct stat *sb);
 /* Before a call that may change which directory a path reaches (rename, rmdir, symlink
  * creation): every proof of the run is void. */
 void bbx_nsgen_bump(void);
+/* Set by bbx_cap_rename when the rename it recorded moves no directory (a source that
+ * is not one, without RENAME_EXCHANGE): the wrapper's bump after the call is then not
+ * needed either.  Read and cleared by the wrapper after the call (shim/names.c); 0, the
+ * default, means bump. */
+extern __thread int bbx_cap_rename_keeps_dirs;
 
 /* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at
  * thread exit.  NULL when it cannot be mapped: callers refuse with ENOMEM. */

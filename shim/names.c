@@ -37,6 +37,18 @@ static inline int ns_after(int r)
 	return r;
 }
 
+/* The same after a rename, unless its capture found that it moves no directory
+ * (bbx_cap_rename_keeps_dirs: a file renamed over a file).  The mark is taken whatever
+ * happens, so a rename made without a capture (inside the shim, with the guard held)
+ * bumps. */
+static inline int ns_after_rename(int r)
+{
+	if (!bbx_cap_rename_keeps_dirs)
+		bbx_nsgen_bump();
+	bbx_cap_rename_keeps_dirs = 0;
+	return r;
+}
+
 BBX_EXPORT int unlink(const char *path)
 {
 	REMOVE_BODY("unlink", AT_FDCWD, path, BBX_REAL(unlink)(path));
@@ -80,19 +92,19 @@ static int cap_rename_at(const char *op, int ofd, const char *from, int nfd, con
 BBX_EXPORT int rename(const char *from, const char *to)
 {
 	RENAME_BODY("rename", AT_FDCWD, from, AT_FDCWD, to, 0,
-		    ns_after(BBX_REAL(rename)(from, to)));
+		    ns_after_rename(BBX_REAL(rename)(from, to)));
 }
 
 BBX_EXPORT int renameat(int ofd, const char *from, int nfd, const char *to)
 {
 	RENAME_BODY("renameat", ofd, from, nfd, to, 0,
-		    ns_after(BBX_REAL(renameat)(ofd, from, nfd, to)));
+		    ns_after_rename(BBX_REAL(renameat)(ofd, from, nfd, to)));
 }
 
 BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, unsigned flags)
 {
 	RENAME_BODY("renameat2", ofd, from, nfd, to, flags,
-		    ns_after(BBX_REAL(renameat2)(ofd, from, nfd, to, flags)));
+		    ns_after_rename(BBX_REAL(renameat2)(ofd, from, nfd, to, flags)));
 }
 
 /* Body for calls that create one name.  An existing name makes the call fail with
