@@ -244,10 +244,19 @@ int bbx_pol_report(const char *op, int access, const char *path, const char *pat
  * policy keeps the O_PATH descriptor it decided on in bbx_pol_fd.  bbx_pol_take()
  * (guard held) hands it over with the name to open relative to it ("" = the object
  * itself, reopened through /proc/self/fd), or returns -1; bbx_pol_openat() then opens
- * exactly what was decided (no check-then-use race on the path) and closes it. */
+ * exactly what was decided (no check-then-use race on the path) and closes it.
+ * BBX_POL_BYPATH instead of a descriptor: the decision was on a directory this thread
+ * had proved (bbx_dname), and name holds the whole canonical path decided on, which
+ * bbx_pol_openat() opens with openat2(RESOLVE_NO_SYMLINKS): the kernel walks exactly
+ * those words, and a symlink met on the way is never followed out of what was decided.
+ * It fails the open with ELOOP; the open family then decides once more with
+ * bbx_pol_hold = 2, which takes the descriptor route: a proof checked by identity
+ * still holds when a process outside the run has put a symlink in place of an
+ * ancestor (path.c), and the descriptor route names the directory as the kernel does. */
+#define BBX_POL_BYPATH (-2)
 extern __thread int bbx_pol_fd __attribute__((tls_model("initial-exec")));
 extern __thread int bbx_pol_hold __attribute__((tls_model("initial-exec")));
-int bbx_pol_take(char name[NAME_MAX + 1]);
+int bbx_pol_take(char name[PATH_MAX]);
 int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode);
 
 /* Reads (deny_read).  bbx_pol_reads is 0 once the policy is known to have nothing to
