@@ -11,10 +11,13 @@
 #include "undo.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int touched(const struct bbx_rec *r)
 {
@@ -27,23 +30,93 @@ static int touched(const struct bbx_rec *r)
 	return 0;
 }
 
-static int emit_final(struct bbx_run *run, struct bbx_run_batch *b, const char *path)
+/* A path the run touched and its lstat at the end of the run. */
+struct final {
+	const char *path; /* into the mapped journal */
+	int ret;
+	struct stat sb;
+};
+
+static int emit_final(struct bbx_run *run, struct bbx_run_batch *b, const struct final *f)
 {
 	uint8_t buf[PATH_MAX + 512];
 	struct bbx_enc e;
 	bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_FINAL);
 	bbx_enc_str(&e, BBX_T_OP, "seal");
-	bbx_enc_str(&e, BBX_T_PATH, path);
-	struct stat sb;
-	if (lstat(path, &sb) == 0) {
+	bbx_enc_str(&e, BBX_T_PATH, f->path);
+	if (f->ret == 0) {
 		struct bbx_stat s;
-		bbx_stat_from(&s, &sb);
-		bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sb.st_mode));
+		bbx_stat_from(&s, &f->sb);
+		bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(f->sb.st_mode));
 		bbx_enc_stat(&e, &s);
 	} else {
 		bbx_enc_u32(&e, BBX_T_KIND, BBX_KIND_NONE);
 	}
 	return bbx_run_batch_add(run, b, &e, bbx_state_next_seq(run->st));
+}
+
+/* lstat of each of fs[0..n), relative to its directory opened once for a run of paths
+ * in the same directory (the journal lists a tree's files together): one component
+ * walked per path instead of all of them.  The walk to the directory follows symlinks
+ * as lstat's own would; a directory that cannot be opened (gone, not searchable) makes
+ * each of its paths absent, as their lstat would. */
+static void stat_finals(struct final *fs, size_t n)
+{
+	char dir[PATH_MAX];
+	size_t dl = 0;
+	int dfd = -1, have = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *p = fs[i].path, *slash = strrchr(p, '/');
+		size_t l = slash && slash != p ? (size_t)(slash - p) : 1;
+		if (!slash || p[0] != '/' || !slash[1] || l >= sizeof dir) {
+			fs[i].ret = lstat(p, &fs[i].sb);
+			continue;
+		}
+		if (!have || l != dl || memcmp(dir, p, l)) {
+			if (dfd >= 0)
+				close(dfd);
+			memcpy(dir, p, l);
+			dir[l] = 0;
+			dl = l;
+			have = 1;
+			dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		}
+		if (dfd < 0) {
+			fs[i].ret = -1;
+			continue;
+		}
+		fs[i].ret = fstatat(dfd, slash + 1, &fs[i].sb, AT_SYMLINK_NOFOLLOW);
+	}
+	if (dfd >= 0)
+		close(dfd);
+}
+
+struct stat_job {
+	struct final *fs;
+	size_t n;
+};
+
+static void *stat_job_run(void *arg)
+{
+	struct stat_job *j = arg;
+	stat_finals(j->fs, j->n);
+	return NULL;
+}
+
+/* The lstats of a large run split between this thread and one more: the command has
+ * exited, so its CPU is free, and bbx-run's exit waits for the seal (issue 5: 10,000
+ * paths cost ~30 ms of lstat here). */
+static void stat_all(struct final *fs, size_t n)
+{
+	pthread_t t;
+	struct stat_job j = {fs + n / 2, n - n / 2};
+	if (n < 2048 || sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+	    pthread_create(&t, NULL, stat_job_run, &j) != 0) {
+		stat_finals(fs, n);
+		return;
+	}
+	stat_finals(fs, n / 2);
+	pthread_join(t, NULL);
 }
 
 /* The chain head right after SEAL, and how many records and bytes it covers, go into
@@ -98,7 +171,10 @@ int bbx_seal(const char *dir, size_t *npaths)
 	bbx_writer_gen_mode = 1;
 	struct bbx_pathmap m = {0};
 	struct bbx_rec rec;
-	size_t n = 0, *slot;
+	size_t n = 0, cap = 0, *slot;
+	struct final *fs = NULL;
+	/* The paths first, in the order the journal names them first; then their lstats;
+	 * then the records, in that order. */
 	while (rc == 0 && bbx_reader_next(&r, &rec, NULL) == BBX_READ_OK) {
 		if (!touched(&rec))
 			continue;
@@ -107,14 +183,28 @@ int bbx_seal(const char *dir, size_t *npaths)
 			if (!ps[i])
 				continue;
 			int ins = bbx_pathmap_put(&m, ps[i], &slot);
-			if (ins < 0)
+			if (ins < 0) {
 				rc = ins;
-			else if (ins == 1) {
-				rc = emit_final(&run, batch, ps[i]);
-				n++;
+			} else if (ins == 1) {
+				if (n == cap) {
+					size_t nc = cap ? 2 * cap : 1024;
+					struct final *g = realloc(fs, nc * sizeof *fs);
+					if (!g) {
+						rc = -ENOMEM;
+						break;
+					}
+					fs = g;
+					cap = nc;
+				}
+				fs[n++].path = ps[i];
 			}
 		}
 	}
+	if (rc == 0)
+		stat_all(fs, n);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = emit_final(&run, batch, &fs[i]);
+	free(fs);
 	if (rc == 0)
 		rc = bbx_run_batch_flush(&run, batch);
 	free(batch);
