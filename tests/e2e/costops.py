@@ -15,6 +15,12 @@ if op in ("unlink", "unlinkat"):
         open("f%d" % i, "w").close()
 if op == "object":
     os.makedirs("o/ab")
+if op in ("subcreate", "sedi"):
+    os.mkdir("d")
+    for i in range(n if op == "sedi" else 0):
+        open("d/f%d" % i, "w").write("x\n")
+    # the directory's name proved once, before the measured calls
+    open("d/warm", "w").close()
 if op == "unlinkat":
     os.mkdir("d")
     for i in range(n):
@@ -37,6 +43,15 @@ for i in range(n):
         os.close(os.open(t, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o444))
         os.link(t, "o/ab/obj%d" % i)
         os.unlink(t)
+    elif op == "subcreate":
+        os.close(os.open("d/f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    elif op == "sedi":
+        # sed -i: a temporary file beside the file, renamed over it
+        t = "d/sed%d" % i
+        fd = os.open(t, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"X\n")
+        os.close(fd)
+        os.rename(t, "d/f%d" % i)
     elif op == "createmeta":
         fd = os.open("f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.fchmod(fd, 0o644)

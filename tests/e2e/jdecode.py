@@ -43,6 +43,9 @@ def records(data):
                 r[U64[tag]] = struct.unpack("<Q", v)[0]
             elif tag in U32:
                 r[U32[tag]] = struct.unpack("<I", v)[0]
+            elif tag == 8 and n == 112:
+                # mode uid gid size dev ino rdev nlink atime(s, ns) mtime(s, ns) ctime(s, ns)
+                r["stat"] = list(struct.unpack("<14Q", v))
             elif tag == 13:
                 r["ret"] = struct.unpack("<q", v)[0]
             elif tag == 14:

@@ -171,4 +171,51 @@ c=$(cat "$W/data/one-byte")
 [ "$c" = x ] || [ "$c" = 'later one-byte' ]
 ok $? "conflict: an appended-then-rewritten file is the original or the later version, not '$c'"
 
+# --- a large seal ---------------------------------------------------------------------
+# Past 2,048 paths the seal's lstats are split between two threads, each relative to the
+# directory of a run of paths (journal/seal.c): every path the run touched still gets
+# one FINAL holding its own state at the end of the run, in the journal's order, and a
+# later change to a path of the second half is still a conflict.
+W=$(new_ws)
+J=$(rt_journal)
+rt_run "$J" "$W" 'for d in $(seq 30); do mkdir d$d; for f in $(seq 100); do echo $d.$f >d$d/f$f; done; done; rm -r d3'
+expect_rc $? 0 "large seal: 3,000 files made in 30 directories, one directory removed again"
+"$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$J/journal" >"$T_TMP/seal.json"
+"$PY" - "$T_TMP/seal.json" <<'EOF'
+import json, os, stat, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+created = [r["path"] for r in recs if r["type"] == "CREATE"]
+finals = [r for r in recs if r["type"] == "FINAL"]
+paths = [r["path"] for r in finals]
+order, seen = [], set()
+for p in created:
+    if p not in seen:
+        seen.add(p)
+        order.append(p)
+bad = []
+if len(order) != 3030 or paths != order:
+    bad.append("FINAL paths: %d, created: %d, same order: %s" % (len(paths), len(order), paths == order))
+for r in finals:
+    try:
+        st = os.lstat(r["path"])
+    except FileNotFoundError:
+        if r.get("kind") != 0 or "/d3/" not in r["path"] + "/":
+            bad.append("absent %s: kind %s" % (r["path"], r.get("kind")))
+        continue
+    s = r.get("stat")
+    if not s or s[5] != st.st_ino or s[4] != st.st_dev or s[12] != int(st.st_ctime) or \
+            r.get("kind") != (2 if stat.S_ISDIR(st.st_mode) else 1):
+        bad.append("%s: FINAL %s, lstat ino %d" % (r["path"], s and s[5], st.st_ino))
+print("\n".join(bad[:5]))
+sys.exit(1 if bad else 0)
+EOF
+ok $? "large seal: one FINAL per path made, in order, each with that path's own kind, inode and ctime (absent: the removed directory's)"
+sleep 1.1 # the later change's ctime is past the FINAL's second
+echo later >"$W/d30/f99"
+rt_undo "$J"
+expect_rc $? 3 "large seal: bbx-undo exits 3 (a file of the second half changed after the run)"
+# d30 itself is then kept as d30.bbx-conflict (it holds an entry the run did not make).
+[ "$(cat "$W/d30.bbx-conflict/f99.bbx-conflict" 2>/dev/null)" = later ] && [ "$(find "$W" | wc -l)" -eq 3 ]
+ok $? "large seal: the later d30/f99 is kept as its conflict copy; everything else the run made is gone"
+
 rt_done
