@@ -75,14 +75,24 @@ discard() {
 	done
 }
 
-now() { date +%s.%N; }
+# now VAR: the wall clock into VAR, read by the shell itself.  $(date +%s.%N) counted a
+# fork and an exec of date(1) into every interval (the second reading is taken in a new
+# process after the command ended): ~3 ms on the session-18 VM, 15 % of a no-op
+# transaction.  bash >= 5 has $EPOCHREALTIME; older shells fall back to date(1).
+now() {
+	if [ -n "${EPOCHREALTIME:-}" ]; then
+		printf -v "$1" '%s' "${EPOCHREALTIME/,/.}"
+	else
+		printf -v "$1" '%s' "$(date +%s.%N)"
+	fi
+}
 # timeit FILE CMD...: append the elapsed seconds of CMD to FILE.
 timeit() {
 	local f=$1 t0 t1
 	shift
-	t0=$(now)
+	now t0
 	"$@" >/dev/null 2>&1
-	t1=$(now)
+	now t1
 	echo "$t1 - $t0" | bc >>"$f"
 }
 med() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

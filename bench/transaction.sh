@@ -19,13 +19,18 @@ for r in $(seq "$R"); do
 	for ws in big small; do
 		for cmd in true false; do
 			rm -rf "$J"
-			t0=$(now)
+			now t0
 			(cd "$W/$ws" && BBX_WORKSPACE="$W/$ws" $BBX_RUN --transaction --journal "$J" -- "$cmd") \
 				>/dev/null 2>&1 || true
-			t1=$(now)
+			now t1
 			echo "$t1 - $t0" | bc >>"$W/t.$ws.$cmd"
 		done
 	done
+	# The floor on this machine: the same subshell starting the bare command.
+	now t0
+	(cd "$W/small" && true && /bin/true) >/dev/null 2>&1
+	now t1
+	echo "$t1 - $t0" | bc >>"$W/t.bare"
 done
 ms() { sort -n "$1" | awk '{a[NR] = $1} END {printf "%.1f", 1000 * (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }
 range() { sort -n "$1" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", 1000 * lo, 1000 * hi}'; }
@@ -36,6 +41,7 @@ for cmd in true false; do
 		"$(echo "$(ms "$W/t.big.$cmd") / $(ms "$W/t.small.$cmd")" | bc -l | xargs printf '%.2f')"
 	printf '%-34s %12s %12s\n' "  min-max" "$(range "$W/t.big.$cmd")" "$(range "$W/t.small.$cmd")"
 done
+printf '%-34s %12s\n' "bare /bin/true, same subshell" "$(ms "$W/t.bare")"
 [ "$(sum "$W/big")" = "$before" ] && echo "  the ${MB} MiB workspace is unchanged after $((2 * R)) transactions" ||
 	echo "  the ${MB} MiB workspace CHANGED" >&2
 echo "  (medians of $R rounds; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
