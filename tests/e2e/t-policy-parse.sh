@@ -9,7 +9,7 @@
 
 FIX="$BBX_SRCDIR/tests/policy"
 bads=("$FIX"/bad-*.ini)
-plan $((${#bads[@]} + 27))
+plan $((${#bads[@]} + 28))
 unset BBX_POLICY BBX_WORKSPACE
 export XDG_CONFIG_HOME="$T_TMP/xdg" # empty: no user policy unless a test puts one there
 mkdir -p "$XDG_CONFIG_HOME"
@@ -189,4 +189,46 @@ bbx-policy frobnicate >/dev/null 2>&1; r3=$?
 bbx-policy compile "$FIX/good-full.ini" >/dev/null 2>&1; r4=$?
 [ $r1 -eq 2 ] && [ $r2 -eq 0 ] && [ $r3 -eq 2 ] && [ $r4 -eq 2 ]
 ok $? "usage: no verb 2, --help 0, unknown verb 2, compile without -o 2"
+# 9. roots through symlinks: each resolved to the deepest existing ancestor's real name,
+# the rest kept as written (a directory symlink, a chain with a relative target, an
+# absolute one, dangling, a loop, a file in the middle, "." and "..", the root, a top
+# that does not exist).  The compiler walks the components once, with a memo of the
+# directories it has read (policy/compile.c, resolve_walk).
+R="$T/rs"
+mkdir -p "$R/real/sub" "$R/d2"
+ln -s real "$R/lnk"
+ln -s ./lnk/sub "$R/lnk2"
+ln -s "$R/real" "$R/abs"
+ln -s missing "$R/dang"
+ln -s loop1 "$R/loop2"
+ln -s loop2 "$R/loop1"
+touch "$R/real/file"
+ln -s ../real "$R/d2/up"
+printf '[paths]\n' >"$T/rs.ini"
+for w in lnk lnk/sub/x/y lnk2/z abs/sub dang/q loop1/q real/file/under d2/up/sub nothere/a/b \
+	real/./sub/../sub real/sub/; do
+	printf 'write = %s/%s\n' "$R" "$w" >>"$T/rs.ini"
+done
+printf 'write = /\nwrite = /nonexistent-top/x\nprotect = %s/lnk/file\n' "$R" >>"$T/rs.ini"
+bbx-policy check "$T/rs.ini" | sed -n 's/^\(write\|protect\) = \([^ ]*\).*/\1 \2/p' |
+	sed "s|$R|@R@|" >"$T/rs.out"
+cat >"$T/rs.want" <<'EOF'
+write @R@/real
+write @R@/real/sub/x/y
+write @R@/real/sub/z
+write @R@/real/sub
+write @R@/dang/q
+write @R@/loop1/q
+write @R@/real/file/under
+write @R@/real/sub
+write @R@/nothere/a/b
+write @R@/real/sub
+write @R@/real/sub
+write /
+write /nonexistent-top/x
+protect @R@/real/file
+EOF
+diff "$T/rs.want" "$T/rs.out" >"$T/rs.diff"
+ok $? "roots through symlinks, dangling links, loops, files and missing parts resolve as the kernel would ($(grep -c '^[<>]' "$T/rs.diff") lines differ)"
+
 finish
