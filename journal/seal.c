@@ -141,28 +141,33 @@ static int seal_meta(const char *dir, uint64_t seq, const struct bbx_chain_pos *
 
 int bbx_seal(const char *dir, size_t *npaths)
 {
+	struct bbx_run run;
+	int rc = bbx_run_open(&run, dir);
+	if (rc)
+		return rc;
+	rc = bbx_seal_run(&run, dir, npaths);
+	bbx_run_close(&run);
+	return rc;
+}
+
+int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths)
+{
 	char jp[PATH_MAX + 16];
 	snprintf(jp, sizeof jp, "%s/journal", dir);
 	struct bbx_reader r;
 	int rc = bbx_reader_open(&r, jp);
 	if (rc)
 		return rc;
-	struct bbx_run run;
-	if ((rc = bbx_run_open(&run, dir))) {
-		bbx_reader_close(&r);
-		return rc;
-	}
 	/* The FINAL records go out 64 KiB at a time, not with a write(2) each. */
 	struct bbx_run_batch *batch = malloc(sizeof *batch);
 	if (!batch) {
-		bbx_run_close(&run);
 		bbx_reader_close(&r);
 		return -ENOMEM;
 	}
 	batch->len = 0;
 	/* Stragglers note their changes from now on (capture.c, covered()): flag first,
 	 * so a change racing with the FINAL records is either noted or already in them. */
-	__atomic_fetch_or(&run.st->flags, BBX_STATE_SEALED, __ATOMIC_SEQ_CST);
+	__atomic_fetch_or(&run->st->flags, BBX_STATE_SEALED, __ATOMIC_SEQ_CST);
 	/* One FINAL per path the run touched (15,000 for a git add of a node_modules):
 	 * nothing in this process closes or replaces the writer's descriptor meanwhile, so
 	 * it is verified once, not with an fstat and an fcntl before every record
@@ -203,10 +208,10 @@ int bbx_seal(const char *dir, size_t *npaths)
 	if (rc == 0)
 		stat_all(fs, n);
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = emit_final(&run, batch, &fs[i]);
+		rc = emit_final(run, batch, &fs[i]);
 	free(fs);
 	if (rc == 0)
-		rc = bbx_run_batch_flush(&run, batch);
+		rc = bbx_run_batch_flush(run, batch);
 	free(batch);
 	if (rc == 0) {
 		uint8_t buf[256];
@@ -214,22 +219,21 @@ int bbx_seal(const char *dir, size_t *npaths)
 		bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_SEAL);
 		bbx_enc_str(&e, BBX_T_OP, "seal");
 		bbx_enc_u64(&e, BBX_T_COUNT, n);
-		uint64_t seq = bbx_state_next_seq(run.st);
-		rc = bbx_run_emit(&run, &e, seq);
+		uint64_t seq = bbx_state_next_seq(run->st);
+		rc = bbx_run_emit(run, &e, seq);
 		if (rc == 0)
 			rc = seal_meta(dir, seq, &bbx_run_last_pos);
 		/* [journal] sync: the seal, and the chain head in meta, durable too. */
-		if (rc == 0 && bbx_run_sync_mode(&run) != BBX_SYNC_OFF) {
+		if (rc == 0 && bbx_run_sync_mode(run) != BBX_SYNC_OFF) {
 			char mp[PATH_MAX + 16];
 			snprintf(mp, sizeof mp, "%s/meta", dir);
-			rc = bbx_writer_sync(&run.w);
+			rc = bbx_writer_sync(&run->w);
 			if (rc == 0)
 				rc = bbx_run_fsync_path(mp);
 		}
 	}
 	bbx_writer_gen_mode = gen_mode;
 	bbx_pathmap_free(&m);
-	bbx_run_close(&run);
 	bbx_reader_close(&r);
 	if (npaths)
 		*npaths = n;

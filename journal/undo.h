@@ -73,5 +73,9 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 /* Seals a run: a FINAL record (current type, inode, ctime) for every path the journal
  * touched, then a SEAL with the count.  Returns 0 or -errno; *npaths gets the count. */
 int bbx_seal(const char *dir, size_t *npaths);
+struct bbx_run;
+/* The same through a run the caller has open on dir (bbx-run, after the command's EXIT
+ * record): one opening of the run less. */
+int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths);
 
 #endif

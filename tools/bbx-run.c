@@ -259,18 +259,19 @@ int main(int argc, char **argv)
 	/* The command's end: EXIT with its pid and the raw status (its EXEC, written by
 	 * the shim in that pid, names it). */
 	struct bbx_run run;
-	if ((rc = bbx_run_open(&run, dir)) == 0) {
+	int opened = (rc = bbx_run_open(&run, dir)) == 0;
+	if (opened)
 		rc = bbx_cap_exit(&run, "bbx-run", child, 0, status);
-		bbx_run_close(&run);
-	}
 	if (rc)
 		warnx("%s: cannot journal the command's exit: %s", dir, strerror(-rc));
 
 	unsetenv("LD_PRELOAD");
 	size_t npaths = 0;
-	if ((rc = bbx_seal(dir, &npaths)))
+	if ((rc = opened ? bbx_seal_run(&run, dir, &npaths) : bbx_seal(dir, &npaths)))
 		warnx("sealing %s: %s (undo still works; conflict detection does not)", dir,
 		      strerror(-rc));
+	if (opened)
+		bbx_run_close(&run);
 	char v[32];
 	snprintf(v, sizeof v, "%d", code);
 	bbx_run_meta_append(dir, "exit", v);
