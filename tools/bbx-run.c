@@ -299,5 +299,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bbx-run: journal %s (%zu paths touched); undo with: bbx-undo\n", dir,
 			npaths);
 	}
+	free(via);
+	free(pblob);
 	return code;
 }
