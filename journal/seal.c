@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,24 +29,18 @@ static int touched(const struct bbx_rec *r)
 	return 0;
 }
 
-/* A path the run touched and its lstat at the end of the run. */
-struct final {
-	const char *path; /* into the mapped journal */
-	int ret;
-	struct stat sb;
-};
-
-static int emit_final(struct bbx_run *run, struct bbx_run_batch *b, const struct final *f)
+static int emit_final(struct bbx_run *run, struct bbx_run_batch *b, const char *path, int ret,
+		      const struct stat *sb)
 {
 	uint8_t buf[PATH_MAX + 512];
 	struct bbx_enc e;
 	bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_FINAL);
 	bbx_enc_str(&e, BBX_T_OP, "seal");
-	bbx_enc_str(&e, BBX_T_PATH, f->path);
-	if (f->ret == 0) {
+	bbx_enc_str(&e, BBX_T_PATH, path);
+	if (ret == 0) {
 		struct bbx_stat s;
-		bbx_stat_from(&s, &f->sb);
-		bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(f->sb.st_mode));
+		bbx_stat_from(&s, sb);
+		bbx_enc_u32(&e, BBX_T_KIND, (uint32_t)bbx_kind_of_mode(sb->st_mode));
 		bbx_enc_stat(&e, &s);
 	} else {
 		bbx_enc_u32(&e, BBX_T_KIND, BBX_KIND_NONE);
@@ -55,68 +48,51 @@ static int emit_final(struct bbx_run *run, struct bbx_run_batch *b, const struct
 	return bbx_run_batch_add(run, b, &e, bbx_state_next_seq(run->st));
 }
 
-/* lstat of each of fs[0..n), relative to its directory opened once for a run of paths
- * in the same directory (the journal lists a tree's files together): one component
- * walked per path instead of all of them.  The walk to the directory follows symlinks
- * as lstat's own would; a directory that cannot be opened (gone, not searchable) makes
- * each of its paths absent, as their lstat would. */
-static void stat_finals(struct final *fs, size_t n)
+/* The directory part of an absolute path p: its length (1 for "/x"), or 0 when p has
+ * none to open (relative, or ending in '/'). */
+static size_t dir_len(const char *p)
 {
-	char dir[PATH_MAX];
-	size_t dl = 0;
-	int dfd = -1, have = 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *p = fs[i].path, *slash = strrchr(p, '/');
-		size_t l = slash && slash != p ? (size_t)(slash - p) : 1;
-		if (!slash || p[0] != '/' || !slash[1] || l >= sizeof dir) {
-			fs[i].ret = lstat(p, &fs[i].sb);
-			continue;
-		}
-		if (!have || l != dl || memcmp(dir, p, l)) {
-			if (dfd >= 0)
-				close(dfd);
-			memcpy(dir, p, l);
-			dir[l] = 0;
-			dl = l;
-			have = 1;
-			dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		}
-		if (dfd < 0) {
-			fs[i].ret = -1;
-			continue;
-		}
-		fs[i].ret = fstatat(dfd, slash + 1, &fs[i].sb, AT_SYMLINK_NOFOLLOW);
-	}
-	if (dfd >= 0)
-		close(dfd);
+	const char *slash = strrchr(p, '/');
+	if (p[0] != '/' || !slash || !slash[1])
+		return 0;
+	return slash == p ? 1 : (size_t)(slash - p);
 }
 
-struct stat_job {
-	struct final *fs;
-	size_t n;
+/* The directory the last paths were stated relative to. */
+struct dir_cache {
+	char dir[PATH_MAX];
+	size_t len;
+	int fd; /* -1: could not be opened (then every path in it is absent) */
+	int have;
 };
 
-static void *stat_job_run(void *arg)
+/* lstat of ps[i], relative to its directory when the next path is in the same one (a
+ * tree's files are listed together: tar -x, rm -rf), opened once for the run of them:
+ * one component walked per path instead of all of them.  A path alone in its directory
+ * (git's objects, one per shard) is stated as it is, with no open and close around it.
+ * The walk to the directory follows symlinks as lstat's own would; a directory that
+ * cannot be opened makes its paths absent, as their lstat would. */
+static int stat_final(struct dir_cache *c, const char *const *ps, size_t n, size_t i,
+		      struct stat *sb)
 {
-	struct stat_job *j = arg;
-	stat_finals(j->fs, j->n);
-	return NULL;
-}
-
-/* The lstats of a large run split between this thread and one more: the command has
- * exited, so its CPU is free, and bbx-run's exit waits for the seal (issue 5: 10,000
- * paths cost ~30 ms of lstat here). */
-static void stat_all(struct final *fs, size_t n)
-{
-	pthread_t t;
-	struct stat_job j = {fs + n / 2, n - n / 2};
-	if (n < 2048 || sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
-	    pthread_create(&t, NULL, stat_job_run, &j) != 0) {
-		stat_finals(fs, n);
-		return;
+	const char *p = ps[i];
+	size_t l = dir_len(p);
+	if (!l || l >= sizeof c->dir)
+		return lstat(p, sb);
+	if (!c->have || l != c->len || memcmp(c->dir, p, l)) {
+		if (i + 1 >= n || dir_len(ps[i + 1]) != l || memcmp(ps[i + 1], p, l))
+			return lstat(p, sb);
+		if (c->have && c->fd >= 0)
+			close(c->fd);
+		memcpy(c->dir, p, l);
+		c->dir[l] = 0;
+		c->len = l;
+		c->have = 1;
+		c->fd = open(c->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
-	stat_finals(fs, n / 2);
-	pthread_join(t, NULL);
+	if (c->fd < 0)
+		return -1;
+	return fstatat(c->fd, p + l + (l > 1), sb, AT_SYMLINK_NOFOLLOW);
 }
 
 /* The chain head right after SEAL, and how many records and bytes it covers, go into
@@ -177,39 +153,48 @@ int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths)
 	struct bbx_pathmap m = {0};
 	struct bbx_rec rec;
 	size_t n = 0, cap = 0, *slot;
-	struct final *fs = NULL;
-	/* The paths first, in the order the journal names them first; then their lstats;
-	 * then the records, in that order. */
+	const char **ps = NULL;
+	/* The paths first, in the order the journal names them first (so that each
+	 * lstat can see the next path's directory), then one FINAL each. */
 	while (rc == 0 && bbx_reader_next(&r, &rec, NULL) == BBX_READ_OK) {
 		if (!touched(&rec))
 			continue;
-		const char *ps[2] = {rec.path, rec.type == BBX_REC_RENAME ? rec.path2 : NULL};
+		const char *two[2] = {rec.path, rec.type == BBX_REC_RENAME ? rec.path2 : NULL};
 		for (int i = 0; i < 2 && rc == 0; i++) {
-			if (!ps[i])
+			if (!two[i])
 				continue;
-			int ins = bbx_pathmap_put(&m, ps[i], &slot);
+			int ins = bbx_pathmap_put(&m, two[i], &slot);
 			if (ins < 0) {
 				rc = ins;
 			} else if (ins == 1) {
 				if (n == cap) {
 					size_t nc = cap ? 2 * cap : 1024;
-					struct final *g = realloc(fs, nc * sizeof *fs);
+					const char **g = realloc(ps, nc * sizeof *ps);
 					if (!g) {
 						rc = -ENOMEM;
 						break;
 					}
-					fs = g;
+					ps = g;
 					cap = nc;
 				}
-				fs[n++].path = ps[i];
+				ps[n++] = two[i];
 			}
 		}
 	}
-	if (rc == 0)
-		stat_all(fs, n);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = emit_final(run, batch, &fs[i]);
-	free(fs);
+	struct dir_cache *dc = rc ? NULL : malloc(sizeof *dc);
+	if (!rc && !dc)
+		rc = -ENOMEM;
+	if (dc)
+		dc->have = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct stat sb;
+		int ret = stat_final(dc, ps, n, i, &sb);
+		rc = emit_final(run, batch, ps[i], ret, &sb);
+	}
+	if (dc && dc->have && dc->fd >= 0)
+		close(dc->fd);
+	free(dc);
+	free(ps);
 	if (rc == 0)
 		rc = bbx_run_batch_flush(run, batch);
 	free(batch);

@@ -172,10 +172,11 @@ c=$(cat "$W/data/one-byte")
 ok $? "conflict: an appended-then-rewritten file is the original or the later version, not '$c'"
 
 # --- a large seal ---------------------------------------------------------------------
-# Past 2,048 paths the seal's lstats are split between two threads, each relative to the
-# directory of a run of paths (journal/seal.c): every path the run touched still gets
-# one FINAL holding its own state at the end of the run, in the journal's order, and a
-# later change to a path of the second half is still a conflict.
+# The seal states the paths of a directory relative to it, opened once for the run of
+# them, and a path alone in its directory as it is (journal/seal.c): every path the run
+# touched still gets one FINAL holding its own state at the end of the run, in the
+# journal's order (the removed directory's paths absent), and a later change to one of
+# them is still a conflict.
 W=$(new_ws)
 J=$(rt_journal)
 rt_run "$J" "$W" 'for d in $(seq 30); do mkdir d$d; for f in $(seq 100); do echo $d.$f >d$d/f$f; done; done; rm -r d3'
@@ -213,7 +214,7 @@ ok $? "large seal: one FINAL per path made, in order, each with that path's own 
 sleep 1.1 # the later change's ctime is past the FINAL's second
 echo later >"$W/d30/f99"
 rt_undo "$J"
-expect_rc $? 3 "large seal: bbx-undo exits 3 (a file of the second half changed after the run)"
+expect_rc $? 3 "large seal: bbx-undo exits 3 (a file of the last directory changed after the run)"
 # d30 itself is then kept as d30.bbx-conflict (it holds an entry the run did not make).
 [ "$(cat "$W/d30.bbx-conflict/f99.bbx-conflict" 2>/dev/null)" = later ] && [ "$(find "$W" | wc -l)" -eq 3 ]
 ok $? "large seal: the later d30/f99 is kept as its conflict copy; everything else the run made is gone"
