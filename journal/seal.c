@@ -62,7 +62,8 @@ static size_t dir_len(const char *p)
 struct dir_cache {
 	char dir[PATH_MAX];
 	size_t len;
-	int fd; /* -1: could not be opened (then every path in it is absent) */
+	int fd; /* -1: could not be opened */
+	int gone; /* ... because it is not there (ENOENT, ENOTDIR): nor is anything in it */
 	int have;
 };
 
@@ -70,8 +71,9 @@ struct dir_cache {
  * tree's files are listed together: tar -x, rm -rf), opened once for the run of them:
  * one component walked per path instead of all of them.  A path alone in its directory
  * (git's objects, one per shard) is stated as it is, with no open and close around it.
- * The walk to the directory follows symlinks as lstat's own would; a directory that
- * cannot be opened makes its paths absent, as their lstat would. */
+ * The walk to the directory follows symlinks as lstat's own would; a directory that is
+ * not there makes its paths absent, as their lstat would; one that cannot be opened for
+ * another reason (no descriptor left, say) leaves each path to its own lstat. */
 static int stat_final(struct dir_cache *c, const char *const *ps, size_t n, size_t i,
 		      struct stat *sb)
 {
@@ -89,9 +91,10 @@ static int stat_final(struct dir_cache *c, const char *const *ps, size_t n, size
 		c->len = l;
 		c->have = 1;
 		c->fd = open(c->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		c->gone = c->fd < 0 && (errno == ENOENT || errno == ENOTDIR);
 	}
-	if (c->fd < 0)
-		return -1;
+	if (c->fd < 0) /* gone: absent, as lstat would say; else (EMFILE...) ask lstat */
+		return c->gone ? -1 : lstat(p, sb);
 	return fstatat(c->fd, p + l + (l > 1), sb, AT_SYMLINK_NOFOLLOW);
 }
 
