@@ -44,6 +44,9 @@ struct bbx_scratch {
 	struct bbx_stat_memo memo[BBX_MEMO_SLOTS];
 	unsigned memo_next;
 	uint64_t cwd_epoch; /* cwd holds getcwd()'s answer taken in this epoch */
+	/* and, across calls (path.c, cwd_kept): the namespace generation read before that
+	 * getcwd (0: none), and the directory's identity then (ino 0: not taken) */
+	uint64_t cwd_gen, cwd_dev, cwd_ino;
 	char cwd[PATH_MAX];
 	struct bbx_defer defer; /* RESULTs waiting for the thread's next record (run.h) */
 	struct bbx_dname { /* directory descriptors' names learnt (path.c) */

@@ -115,40 +115,142 @@ int bbx_dname_known(const char *p, struct stat *sb)
 /* The name of the directory open as fd.  readlink of /proc/self/fd/N is the dearest
  * system call of a capture (~5 us here: a walk of procfs, then d_path), and rm -r,
  * find -delete and Python's shutil.rmtree make one call per entry through the same
- * descriptor.  So the names learnt are kept (bbx_dname): an fstat of the descriptor
- * (~0.5 us) finds the entry by the directory's identity, and an lstat of the name (the
- * directory's stat that the capture needs anyway, for DIRMETA and the journal-directory
- * check: it goes into the memo) shows it still reaches that very directory.  Nothing
- * about descriptor numbers is trusted (a number closed and reused behind libc's back
- * finds no entry or fails the check).
+ * descriptor.  So the names learnt are kept (bbx_dname), and an fstat of the
+ * descriptor (~0.5 us) finds the entry by the directory's identity: what the kernel
+ * will act in is checked on every call, and that stat is the one the capture needs
+ * anyway (DIRMETA, the journal-directory check: it goes into the memo).  Nothing about
+ * descriptor numbers is trusted (a number closed and reused behind libc's back finds
+ * no entry, or another one).
  *
- * Identity alone would accept a name that now reaches the directory through a symlink
- * (an ancestor renamed away, a symlink put in its place): the record and the policy
- * would then see words that are not the kernel's name.  That takes a directory
- * renamed or removed first, and every rename and rmdir of the run raises the run's
- * namespace generation before and after the call (as does a symlink's creation), which
- * voids every proof made before the change (bbx_dname_gen): the name is then read
- * again.  A process outside the run renaming directories is seen by identity only. */
+ * That the name still reaches that directory is trusted while the run's namespace
+ * generation holds (bbx_dname_gen): every rename and rmdir of the run raises it before
+ * and after the call (as does a symlink's creation), which voids every proof made
+ * before the change; the name is then read again.  A directory renamed by a process
+ * outside the run (or one the shim is not in) between two calls goes unseen until the
+ * run's next rename: the records name it by the name it was proved under.  Checking
+ * that name with an lstat on every call, as this did until session 19, cost one system
+ * call per entry of an rm -r (issue 5); the kernel's action was never in question, only
+ * the words recorded for it. */
 static int dir_name(int fd, char *out, size_t cap)
 {
 	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
-	struct stat fb, pb;
+	struct stat fb;
 	if (!s || bbx_sys_fstatat(fd, "", &fb, AT_EMPTY_PATH) || !S_ISDIR(fb.st_mode))
 		return bbx_path_fd(fd, out, cap);
 	struct bbx_dname *d = &s->dname[fb.st_ino % BBX_DNAME_SLOTS];
 	size_t l = strlen(d->path);
-	if (d->ino == fb.st_ino && d->dev == fb.st_dev && l && l < cap &&
-	    dname_holds(d, d->path, &pb)) {
+	uint64_t gen = bbx_dname_gen();
+	if (gen && d->gen == gen && d->ino == fb.st_ino && d->dev == fb.st_dev && l &&
+	    l < cap) {
 		memcpy(out, d->path, l + 1);
+		bbx_stat_memo_put(out, 2, 0, 0, &fb); /* the name, this directory's stat */
 		return 0;
 	}
-	uint64_t gen = bbx_dname_gen();
 	int rc = bbx_path_fd(fd, out, cap);
 	if (rc)
 		return rc;
 	/* The kernel's own name, with the directory's stat of this instant. */
 	bbx_stat_memo_put(out, 2, 0, 0, &fb);
 	bbx_dname_put(out, &fb, gen);
+	return 0;
+}
+
+/* The working directory's name kept from an earlier call (bbx_scratch: cwd_gen), for a
+ * relative path whose directory part is "" or a directory proved before (bbx_dname):
+ * one stat of that directory part, relative to the real working directory, must find
+ * the identity the name was proved with, in the same namespace generation.  So what
+ * the call will act in is checked on every call, as getcwd did; a chdir of any kind
+ * (glibc's own nftw and daemon() change directory behind the PLT) shows as another
+ * identity and the name is read again.  The stat goes into the memo as the kernel's
+ * name of that directory: the capture's DIRMETA check and the policy's need no other.
+ * Replaces getcwd and the capture's stat of the directory with one call (issue 5: a
+ * create or removal by relative path, tar -x, sed -i, git).  The trust in the words is
+ * dir_name's (above).  1 when out holds the cwd's name. */
+static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t cap)
+{
+	uint64_t gen = bbx_dname_gen();
+	if (!gen || s->cwd_gen != gen)
+		return 0;
+	while (path[0] == '.' && path[1] == '/')
+		for (path += 2; *path == '/'; path++)
+			;
+	if (!*path || !bbx_path_clean(path))
+		return 0;
+	size_t cl = strlen(s->cwd);
+	if (!cl || cl >= cap)
+		return 0;
+	const char *slash = strrchr(path, '/');
+	size_t dl = slash ? (size_t)(slash - path) : 0;
+	struct stat sb;
+	char par[BBX_MEMO_PATH];
+	if (!dl) {
+		if (!s->cwd_ino || cl >= sizeof par ||
+		    bbx_sys_fstatat(AT_FDCWD, "", &sb, AT_EMPTY_PATH) ||
+		    sb.st_ino != s->cwd_ino || sb.st_dev != s->cwd_dev)
+			return 0;
+		memcpy(par, s->cwd, cl + 1);
+	} else {
+		int root = cl == 1;
+		if (cl + 1 + dl >= sizeof par)
+			return 0;
+		memcpy(par, s->cwd, cl);
+		par[cl] = '/';
+		memcpy(par + cl + !root, path, dl);
+		par[cl + !root + dl] = 0;
+		char rel[BBX_MEMO_PATH];
+		memcpy(rel, path, dl);
+		rel[dl] = 0;
+		int e = -bbx_sys_fstatat(AT_FDCWD, rel, &sb, AT_SYMLINK_NOFOLLOW);
+		if (e == ENOENT || e == ENOTDIR) {
+			/* No such directory where the call will look: it fails by itself,
+			 * whatever the words; the policy and the capture learn it here. */
+			memcpy(out, s->cwd, cl + 1);
+			s->cwd_epoch = bbx_stat_epoch;
+			bbx_stat_memo_put(par, 1, -1, e, NULL);
+			return 1;
+		}
+		if (e || !S_ISDIR(sb.st_mode))
+			return 0;
+		/* the slot of the identity found (bbx_dname_put's key) */
+		const struct bbx_dname *d = &s->dname[sb.st_ino % BBX_DNAME_SLOTS];
+		if (d->gen != gen || d->ino != sb.st_ino || d->dev != sb.st_dev ||
+		    strcmp(d->path, par))
+			return 0;
+	}
+	memcpy(out, s->cwd, cl + 1);
+	s->cwd_epoch = bbx_stat_epoch;
+	bbx_stat_memo_put(par, 2, 0, 0, &sb);
+	return 1;
+}
+
+/* getcwd, and the name kept for later calls with the identity of the directory when
+ * the stat is free: the capture would stat a path's directory when it is the cwd. */
+static int cwd_read(struct bbx_scratch *s, const char *path, char *out, size_t cap)
+{
+	uint64_t gen = s ? bbx_dname_gen() : 0;
+	if (!getcwd(out, cap))
+		return -errno;
+	size_t l = strlen(out);
+	if (!s || l >= sizeof s->cwd)
+		return 0;
+	int same = s->cwd_gen == gen && !strcmp(s->cwd, out);
+	s->cwd_gen = 0; /* a signal handler's call in between finds nothing half written */
+	if (!same) {
+		memcpy(s->cwd, out, l + 1);
+		s->cwd_ino = s->cwd_dev = 0;
+	}
+	s->cwd_epoch = bbx_stat_epoch;
+	while (path[0] == '.' && path[1] == '/')
+		for (path += 2; *path == '/'; path++)
+			;
+	struct stat sb;
+	if (gen && *path && !strchr(path, '/') && l < BBX_MEMO_PATH &&
+	    bbx_sys_fstatat(AT_FDCWD, "", &sb, AT_EMPTY_PATH) == 0) {
+		s->cwd_dev = sb.st_dev;
+		s->cwd_ino = sb.st_ino;
+		bbx_stat_memo_put(out, 2, 0, 0, &sb);
+	}
+	s->cwd_gen = gen;
 	return 0;
 }
 
@@ -163,13 +265,7 @@ int bbx_path_cwd(char *out, size_t cap)
 		memcpy(out, s->cwd, l + 1);
 		return 0;
 	}
-	if (!getcwd(out, cap))
-		return -errno;
-	if (s && strlen(out) < sizeof s->cwd) {
-		strcpy(s->cwd, out);
-		s->cwd_epoch = ep;
-	}
-	return 0;
+	return cwd_read(s, "", out, cap);
 }
 
 __thread const char *bbx_path_parent_real __attribute__((tls_model("initial-exec")));
@@ -199,7 +295,12 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 	if (path[0] != '/') {
 		int rc = 0;
 		if (dirfd == AT_FDCWD) {
-			rc = bbx_path_cwd(out, cap);
+			uint64_t ep = bbx_stat_epoch;
+			struct bbx_scratch *s = ep ? bbx_scratch() : NULL;
+			if (!s || s->cwd_epoch == ep)
+				rc = bbx_path_cwd(out, cap);
+			else if (!cwd_kept(s, path, out, cap))
+				rc = cwd_read(s, path, out, cap);
 		} else {
 			rc = dir_name(dirfd, out, cap);
 		}

@@ -446,6 +446,11 @@ static int resolve_parent_first(const char *cur, int follow, char *out, char *tm
 		}
 		return 1;
 	}
+	if (bbx_stat_memo_get(tmp, 1, &sb) == -1 && (errno == ENOENT || errno == ENOTDIR)) {
+		/* Found missing in this epoch already (journal/path.c, cwd_kept). */
+		bbx_stat_memo_put(cur, 0, -1, errno, NULL);
+		return -1;
+	}
 	uint64_t gen = bbx_dname_gen();
 	int fd = open_dir_named(tmp, out, canon);
 	if (fd < 0) {

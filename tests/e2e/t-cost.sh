@@ -50,39 +50,44 @@ budget() {
 	[ "$WRITES" -le "$3" ] && { [ "$3" -eq 0 ] || [ "$WRITES" -ge 100 ]; }
 	ok $? "$1: $(($3 / 100)).$(printf %02d $(($3 % 100))) journal writes per call ($WRITES/100)"
 }
-# A journaled call: the working directory (getcwd), the target's and its directory's
-# state, its one record (the previous call's RESULT travels in the same write).
-budget rename 500 100 "getcwd, lstat of both names, stat of the directory, one write"
+# A journaled call: its directory's state, the target's, its one record (the previous
+# call's RESULT travels in the same write).  The working directory's name is kept from
+# the first call: one stat of the directory, relative to the real working directory,
+# checks it and stands for getcwd (journal/path.c, cwd_kept; each was one more before).
+budget rename 400 100 "stat of the directory (relative), lstat of both names, one write"
 # O_CREAT|O_EXCL fails on any existing name by itself: the name is not looked up first
 # (CREATE how=excl, journal-format.md 5.3).
-budget create 400 100 "getcwd, stat of the directory, one write, fstat of the new descriptor"
-budget unlink 400 100 "getcwd, lstat of the name, stat of the directory, one write"
-budget link 600 100 "getcwd, the source's identity (deny_read), lstat of the new name before and after, stat of the directory, one write"
+budget create 300 100 "stat of the directory (relative), one write, fstat of the new descriptor"
+budget unlink 300 100 "stat of the directory (relative), lstat of the name, one write"
+budget link 500 100 "stat of the directory (relative), the source's identity (deny_read), lstat of the new name before and after, one write"
 # tar, sed -i and cp -p set mode, owner and times through the descriptor of the file they
 # have just made: found CREATED by the descriptor's mark, without even an fstat
 # (journal/capture.h, bbx_fdid).
-budget createmeta 400 100 "as create; fchmod, fchown and futimens of the new descriptor add nothing"
+budget createmeta 300 100 "as create; fchmod, fchown and futimens of the new descriptor add nothing"
 # rm -r, find -delete, shutil.rmtree: names relative to a directory descriptor.  Its name
-# is learnt once (readlink of /proc/self/fd), then proved by identity (journal/path.c).
-budget unlinkat 400 100 "fstat of the descriptor, lstat of its known name (the directory's stat for the capture), lstat of the entry, one write"
+# is learnt once (readlink of /proc/self/fd); on later calls the descriptor's fstat finds
+# it by the directory's identity, and the name is trusted while the run's namespace
+# generation holds (journal/path.c, dir_name: an lstat of the name was one more).
+budget unlinkat 300 100 "fstat of the descriptor (the directory's stat for the capture), lstat of the entry, one write"
 [ "$PROCFD" -le 1 ]; ok $? "unlinkat: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"
 [ "$ABSENTRY" -eq 0 ]; ok $? "unlinkat: the entries stated and linked through the descriptor, never by absolute path ($ABSENTRY times)"
 # git's loose object (create in .git/objects/xx, link to its name, unlink): the second and
-# third calls find the directory proved by the first (journal/path.c, bbx_dname: an lstat
-# instead of openat2, fstat and close).  Per object, three records.
-budget object 1405 300 "create, link and unlink in a subdirectory: 4 + 6 + 4 (was 21, then 16)"
-# tar -x, npm: creates in a subdirectory written to before.  Its name is proved (an lstat,
-# journal/path.c), and the create opens the canonical words with openat2
-# (RESOLVE_NO_SYMLINKS) instead of through an O_PATH descriptor of the directory
-# (shim.h, BBX_POL_BYPATH): was 6 (openat2, fstat and close of the directory).
-budget subcreate 400 100 "getcwd, lstat of the directory, one write, fstat of the new descriptor"
+# third calls find the directory proved by the first (journal/path.c, bbx_dname: a
+# relative stat instead of getcwd, openat2, fstat and close).  Per object, three records.
+budget object 1105 300 "create, link and unlink in a subdirectory: 3 + 5 + 3 (was 21, then 16, then 14)"
+# tar -x, npm: creates in a subdirectory written to before.  Its name was proved once;
+# a stat of the directory by the call's own relative words finds the identity proved,
+# and the call then goes as it was made (journal/path.c, cwd_kept): was 6 (getcwd, then
+# openat2, fstat and close of the directory), then 4 (getcwd and an lstat by the
+# absolute words, the create by openat2 of those words).
+budget subcreate 300 100 "stat of the directory (relative), one write, fstat of the new descriptor"
 # sed -i: a temporary file beside each file, renamed over it.  Renaming a file moves no
 # directory, so the proofs of the run's directory names stand (capture.c,
 # bbx_cap_rename): was 14, the create and the rename each re-proving the directory.
-budget sedi 1000 300 "create (4), rename over a file (6: getcwd, three lstats, the pre-image's hard link, and its write); three records"
-# O_CREAT in a directory that does not exist: the parent opened once, nothing stated
-# again (the memo answers the capture), the intent written.
-budget missing 300 100 "getcwd, one openat2 of the missing parent, one write"
+budget sedi 800 300 "create (3), rename over a file (5: three stats, the pre-image's and the rename's writes; a pre-image this small is kept inline); three records"
+# O_CREAT in a directory that does not exist: the relative stat finds it missing, and
+# the policy and the capture take that answer (the memo), the intent written.
+budget missing 200 100 "one stat of the missing parent, one write"
 # Read-only calls outside every deny_read root: nothing added.
 budget stat 0 0 "nothing"
 
