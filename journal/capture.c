@@ -965,6 +965,13 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	return record_size(run, op, path, &sb);
 }
 
+/* Set by bbx_cap_rename around its PRESERVE of the name a rename replaces: the record
+ * is held back (bbx_run_emit_later) and goes out in one write(2) with the RENAME that
+ * follows it at once, both before the call (sed -i, git's lock files: one write a
+ * rename less).  The deferral applies only where it may (one thread, [journal] sync
+ * off: run.c), else the record is written at once as before. */
+static __thread int preserve_before_rename __attribute__((tls_model("initial-exec")));
+
 /* PRESERVE of a name about to disappear (unlink, rename-over) or RMDIR. */
 int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 {
@@ -1060,7 +1067,7 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		enc_kept(&e, seq, how, (uint64_t)sb.st_size, ns, &ov);
 	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
 	enc_stat(&e, &sb);
-	rc = bbx_run_emit(run, &e, seq);
+	rc = preserve_before_rename ? bbx_run_emit_later(run, &e, seq) : bbx_run_emit(run, &e, seq);
 	if (rc && (how == BBX_HOW_LINK || how == BBX_HOW_COPY || how == BBX_HOW_REFLINK) &&
 	    bbx_run_last_seq != seq)
 		unlink(tls.obj);
@@ -1139,7 +1146,10 @@ int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const 
 	if (to_exists && st.st_dev == sf.st_dev && st.st_ino == sf.st_ino)
 		return 0; /* two names of one inode: rename(2) does nothing, nothing to undo */
 	if (to_exists && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) {
-		if ((rc = bbx_cap_remove(run, op, to)))
+		preserve_before_rename = 1;
+		rc = bbx_cap_remove(run, op, to);
+		preserve_before_rename = 0;
+		if (rc)
 			return rc;
 	}
 	struct bbx_enc e;
