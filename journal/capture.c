@@ -758,6 +758,18 @@ int bbx_cap_create_excl(struct bbx_run *run, const char *op, const char *path, i
 	return create_record(run, op, path, kind, mode, NULL, BBX_HOW_EXCL, pend);
 }
 
+int bbx_cap_link(struct bbx_run *run, const char *op, const char *path, const char *source,
+		 struct bbx_pending *pend)
+{
+	if (!bbx_scratch())
+		return -ENOMEM;
+	POLICY(op, path, -1, BBX_POL_NEWNAME);
+	uint64_t dev = pend->dev, ino = pend->ino;
+	int rc = create_record(run, op, path, BBX_KIND_HARDLINK, 0, source, BBX_HOW_EXCL, pend);
+	pend->dev = dev, pend->ino = ino;
+	return rc;
+}
+
 static int create_record(struct bbx_run *run, const char *op, const char *path, int kind,
 			 uint32_t mode, const char *target, int how, struct bbx_pending *pend)
 {
@@ -805,8 +817,12 @@ void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend,
 	int have = 0;
 	/* path NULL: the caller's scratch was reused during its call (a signal handler);
 	 * without an inode in its RESULT, undo falls back to the birth-time check. */
-	if (ret >= 0 && pend->kind != BBX_KIND_ANON && (fd >= 0 || pend->path))
+	if (ret >= 0 && pend->kind == BBX_KIND_HARDLINK && pend->ino) {
+		sb.st_dev = (dev_t)pend->dev, sb.st_ino = (ino_t)pend->ino;
+		have = 1;
+	} else if (ret >= 0 && pend->kind != BBX_KIND_ANON && (fd >= 0 || pend->path)) {
 		have = (fd >= 0 ? k_fstat(fd, &sb) : k_lstat(pend->path, &sb)) == 0;
+	}
 	struct bbx_enc e;
 	begin(&e, BBX_REC_RESULT, op, pend->path);
 	bbx_enc_u64(&e, BBX_T_REF, pend->seq);

@@ -174,6 +174,7 @@ struct bbx_pending {
 	int kind;
 	int excl;	  /* the CREATE said how=excl: a failure's RESULT is written at once */
 	const char *path; /* points into the caller's buffer; NULL once it is not valid */
+	uint64_t dev, ino; /* a hard link's: its source's identity (bbx_cap_link), ino 0: none */
 };
 
 /* Before creating path (mkdir, mknod, mkfifo, symlink, link, mkstemp).  kind is a
@@ -185,6 +186,12 @@ int bbx_cap_create(struct bbx_run *run, const char *op, const char *path, int ki
  * the call (journal-format.md 5.3). */
 int bbx_cap_create_excl(struct bbx_run *run, const char *op, const char *path, int kind,
 			uint32_t mode, struct bbx_pending *pend);
+/* A hard link's (link(2) fails on any existing name too): CREATE how=excl, target its
+ * source.  pend->ino (dev) preset to the source's identity, when the caller knows it,
+ * stands for the new name's lstat after the call (a link is the same inode; one raced
+ * away is seen by undo as another file, and left alone). */
+int bbx_cap_link(struct bbx_run *run, const char *op, const char *path, const char *source,
+		 struct bbx_pending *pend);
 /* After the call of a pending creation: RESULT with the outcome and the new inode (from
  * fd if >= 0, else lstat of the path).  The inode joins the captured set as created. */
 void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend, long ret,

@@ -107,19 +107,15 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 		    ns_after_rename(BBX_REAL(renameat2)(ofd, from, nfd, to, flags)));
 }
 
-/* Body for calls that create one name.  An existing name makes the call fail with
- * EEXIST, so nothing is recorded for it (mkdir -p walks existing directories). */
-#define CREATE_BODY(opname, dirfd, path, kind, mode, target, realcall)                      \
-	CREATE_BODY_CHECKED(opname, dirfd, path, kind, mode, target, 0, realcall)
-/* check: 0 or -errno, a refusal decided before anything is recorded, in the same guarded
- * call (one working directory lookup serves it and the capture). */
-#define CREATE_BODY_CHECKED(opname, dirfd, path, kind, mode, target, check, realcall)       \
+/* Body for calls that create one name.  check: 0 or -errno, a refusal decided before
+ * anything is recorded, in the same guarded call; capture: the capture's call (pend_
+ * its pending creation, bbx_tp.a the new name made absolute). */
+#define NAME_BODY(opname, dirfd, path, check, capture, realcall)                             \
 	do {                                                                                \
 		int saved_;                                                                 \
 		if (!bbx_enter(&saved_))                                                    \
 			return realcall;                                                    \
 		struct bbx_pending pend_ = {0};                                             \
-		struct stat sb_;                                                            \
 		int rc_ = (check);                                                          \
 		if (!rc_)                                                                   \
 			rc_ = bbx_usable();                                                 \
@@ -127,9 +123,8 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
 		if (!rc_ && (path)[0] != '/')                                               \
 			bbx_at_set((dirfd), (path), bbx_tp.a);                              \
-		if (!rc_ && bbx_k_lstat(bbx_tp.a, &sb_) < 0)                                \
-			rc_ = bbx_cap_create(&bbx_run, opname, bbx_tp.a, (kind), (mode),    \
-					     (target), &pend_);                             \
+		if (!rc_)                                                                   \
+			rc_ = (capture);                                                    \
 		if (rc_)                                                                    \
 			return bbx_refuse(rc_);                                             \
 		unsigned gen_ = bbx_call_begin(saved_);                                     \
@@ -143,6 +138,21 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 		bbx_leave(r_ < 0 ? e_ : saved_);                                            \
 		return r_;                                                                  \
 	} while (0)
+
+/* An existing name makes the call fail with EEXIST, so nothing is recorded for it
+ * (mkdir -p walks existing directories). */
+static int create_if_absent(const char *op, int kind, mode_t mode, const char *target,
+			    struct bbx_pending *pend)
+{
+	struct stat sb;
+	return bbx_k_lstat(bbx_tp.a, &sb) < 0
+		       ? bbx_cap_create(&bbx_run, op, bbx_tp.a, kind, mode, target, pend)
+		       : 0;
+}
+
+#define CREATE_BODY(opname, dirfd, path, kind, mode, target, realcall)                      \
+	NAME_BODY(opname, dirfd, path, 0, create_if_absent(opname, kind, mode, target, &pend_), \
+		  realcall)
 
 static int node_kind(mode_t mode)
 {
@@ -208,9 +218,11 @@ static const char *abs_source(int ofd, const char *old, int flags)
 
 /* A hard link to a deny_read object is a second name for it, readable where the first
  * is not: linking is decided as a read of the source (words, then identity), before
- * anything is recorded.  Guard held.  0 or -errno (EACCES; 0 in audit mode, with the
- * DENY record). */
-static int link_source_readable(const char *op, int ofd, const char *old, int flags)
+ * anything is recorded.  The source's identity then goes into pend: the link's RESULT
+ * needs no lstat of the new name (bbx_cap_link).  Guard held.  0 or -errno (EACCES; 0
+ * in audit mode, with the DENY record). */
+static int link_source_readable(const char *op, int ofd, const char *old, int flags,
+				struct bbx_pending *pend)
 {
 	if (!bbx_reads_policed())
 		return 0;
@@ -218,21 +230,27 @@ static int link_source_readable(const char *op, int ofd, const char *old, int fl
 	int rc = bbx_path_abs(ofd, old, abs, sizeof abs) ? 0 : bbx_read_pre(op, abs);
 	struct stat sb;
 	int stflags = (flags & AT_EMPTY_PATH) | (flags & AT_SYMLINK_FOLLOW ? 0 : AT_SYMLINK_NOFOLLOW);
-	if (!rc && fstatat(ofd, old, &sb, stflags) == 0)
+	if (!rc && fstatat(ofd, old, &sb, stflags) == 0) {
 		rc = bbx_read_post(op, abs, -1, &sb);
+		pend->dev = sb.st_dev, pend->ino = sb.st_ino;
+	}
 	return rc;
 }
 
+/* link(2) fails on any existing name by itself: the new name is not looked up first
+ * (CREATE how=excl, as mkstemp's; journal-format.md 5.3). */
+#define LINK_BODY(opname, ofd, old, nfd, path, flags, realcall)                              \
+	NAME_BODY(opname, nfd, path, link_source_readable(opname, ofd, old, flags, &pend_),    \
+		  bbx_cap_link(&bbx_run, opname, bbx_tp.a, abs_source(ofd, old, flags), &pend_), \
+		  realcall)
+
 BBX_EXPORT int link(const char *old, const char *path)
 {
-	CREATE_BODY_CHECKED("link", AT_FDCWD, path, BBX_KIND_HARDLINK, 0,
-			    abs_source(AT_FDCWD, old, 0),
-			    link_source_readable("link", AT_FDCWD, old, 0), BBX_REAL(link)(old, path));
+	LINK_BODY("link", AT_FDCWD, old, AT_FDCWD, path, 0, BBX_REAL(link)(old, path));
 }
 
 BBX_EXPORT int linkat(int ofd, const char *old, int nfd, const char *path, int flags)
 {
-	CREATE_BODY_CHECKED("linkat", nfd, path, BBX_KIND_HARDLINK, 0, abs_source(ofd, old, flags),
-			    link_source_readable("linkat", ofd, old, flags),
-			    BBX_REAL(linkat)(ofd, old, nfd, path, flags));
+	LINK_BODY("linkat", ofd, old, nfd, path, flags,
+		  BBX_REAL(linkat)(ofd, old, nfd, path, flags));
 }

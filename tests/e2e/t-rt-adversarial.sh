@@ -780,4 +780,27 @@ expect_rc $rc 0 "interrupted undo: the last bbx-undo exits 0"
 undone=$(rt_snap "$W" undone)
 same_snap "$before" "$undone" "interrupted undo: tree restored byte for byte"
 
+
+# link(2) is recorded without looking the new name up first (CREATE how=excl,
+# shim/names.c, LINK_BODY): a link onto an existing name fails by itself, its RESULT
+# says so, and undo must leave that name alone; the link that succeeded is removed.
+# Its RESULT carries the source's inode, taken before the call (no lstat of the new
+# name after it).
+W=$(ws)
+rt_case "ln onto an existing name fails, undo leaves that name alone" "$W" \
+	'ln src/main.c main.hl && ! ln src/util.c src/main.c 2>/dev/null && echo more >>main.hl' \
+	'[ main.hl -ef src/main.c ]'
+"$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$RT_J/journal" >"$T_TMP/ln.json"
+"$PY" - "$T_TMP/ln.json" "$W" <<'PY'
+import json, os, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ws = sys.argv[2]
+res = {r["ref"]: r for r in recs if r["type"] == "RESULT"}
+ok = {c["path"]: res.get(c["seq"]) for c in recs if c["type"] == "CREATE" and c.get("kind") == 8}
+good, bad = ok.get(ws + "/main.hl"), ok.get(ws + "/src/main.c")
+sys.exit(0 if good and good["ret"] == 0 and good.get("ino") == os.lstat(ws + "/src/main.c").st_ino
+         and bad and bad["ret"] == -1 and bad["err"] == 17 and "ino" not in bad else 1)
+PY
+ok $? "ln: the link's RESULT names the source's inode; the failed one's says EEXIST"
+
 rt_done
