@@ -1127,11 +1127,11 @@ __thread int bbx_cap_rename_keeps_dirs __attribute__((tls_model("initial-exec"))
  * run's proofs standing, and the creations that follow in the same directory keep
  * their one-lstat proof (issue 5, churn).  The source's type is the lstat the capture
  * makes anyway.  What that lstat cannot see is the source replaced by a directory
- * between it and the call: with no bump, a proof made before would still be checked
- * by identity (dname_holds), which fails once that directory has moved away, and a
- * symlink standing in for it must be created (a bump) or renamed in, onto a name this
- * rename vacated, by a process racing it on purpose - the shim is no barrier against
- * such a process (raw system calls pass it by). */
+ * between it and the call: with no bump, a name proved before for that directory would
+ * still be trusted (journal/path.c: the directory a call acts in is checked by
+ * identity, its recorded name by the generation), so later records would name it by
+ * its old name.  That takes a process racing the rename on purpose, and the shim is no
+ * barrier against such a process (raw system calls pass it by). */
 int bbx_cap_rename(struct bbx_run *run, const char *op, const char *from, const char *to,
 		   unsigned flags)
 {

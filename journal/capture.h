@@ -114,8 +114,10 @@ void bbx_fdid_forget(int lo, int hi);
 
 /* Directories whose names were proved (path.c): by the kernel (readlink of a
  * descriptor, or openat2 with RESOLVE_NO_SYMLINKS of canonical words), then, on later
- * calls, by identity: an lstat of the name finds the same (dev, ino) and the run's
- * namespace generation (state.h, bbx_state_nsgen) has not moved since the proof.
+ * calls, while the run's namespace generation (state.h, bbx_state_nsgen) has not moved
+ * since the proof: the directory the call will act in is found to have the same
+ * (dev, ino) - an fstat of the call's descriptor, a stat of a relative path's
+ * directory part, or, for absolute words (bbx_dname_known), an lstat of the words.
  * bbx_nsgen (run.h): the generation word of the run this process opened.
  * bbx_dname_gen() is read before a proof, bbx_dname_put() keeps it; bbx_dname_known(p,
  * sb) answers 1 with p's lstat in sb (and in the memo, as the kernel's own name) when p
