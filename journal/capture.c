@@ -461,6 +461,12 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 	struct stat sb;
 	if (k_stat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return 0; /* the call itself will fail */
+	if (!tls.cwd_ino && tls.cwd_gen && tls.cwd_epoch == bbx_stat_epoch && !strcmp(tls.tmp, tls.cwd)) {
+		/* The working directory getcwd named in this call: its identity, for the
+		 * next calls' check (path.c, cwd_kept), at no cost of its own. */
+		tls.cwd_dev = sb.st_dev;
+		tls.cwd_ino = sb.st_ino;
+	}
 	if (is_protected_dir(run, tls.tmp, &sb))
 		return -EACCES; /* never an entry of the run's own journal directory */
 	if (level_of(run, &sb) >= BBX_LVL_CONTENT)

@@ -223,9 +223,12 @@ static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t c
 	return 1;
 }
 
-/* getcwd, and the name kept for later calls with the identity of the directory when
- * the stat is free: the capture would stat a path's directory when it is the cwd. */
-static int cwd_read(struct bbx_scratch *s, const char *path, char *out, size_t cap)
+/* getcwd, and the name kept for later calls.  The directory's identity, which a later
+ * call with a single name needs to check the name kept, comes from the capture's own
+ * stat of the directory a name is created in or removed from (capture.c, cap_parent):
+ * a process whose one relative call is an append or a truncation (a shell redirection)
+ * pays nothing for it. */
+static int cwd_read(struct bbx_scratch *s, char *out, size_t cap)
 {
 	uint64_t gen = s ? bbx_dname_gen() : 0;
 	if (!getcwd(out, cap))
@@ -240,16 +243,6 @@ static int cwd_read(struct bbx_scratch *s, const char *path, char *out, size_t c
 		s->cwd_ino = s->cwd_dev = 0;
 	}
 	s->cwd_epoch = bbx_stat_epoch;
-	while (path[0] == '.' && path[1] == '/')
-		for (path += 2; *path == '/'; path++)
-			;
-	struct stat sb;
-	if (gen && *path && !strchr(path, '/') && l < BBX_MEMO_PATH &&
-	    bbx_sys_fstatat(AT_FDCWD, "", &sb, AT_EMPTY_PATH) == 0) {
-		s->cwd_dev = sb.st_dev;
-		s->cwd_ino = sb.st_ino;
-		bbx_stat_memo_put(out, 2, 0, 0, &sb);
-	}
 	s->cwd_gen = gen;
 	return 0;
 }
@@ -265,7 +258,7 @@ int bbx_path_cwd(char *out, size_t cap)
 		memcpy(out, s->cwd, l + 1);
 		return 0;
 	}
-	return cwd_read(s, "", out, cap);
+	return cwd_read(s, out, cap);
 }
 
 __thread const char *bbx_path_parent_real __attribute__((tls_model("initial-exec")));
@@ -300,7 +293,7 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 			if (!s || s->cwd_epoch == ep)
 				rc = bbx_path_cwd(out, cap);
 			else if (!cwd_kept(s, path, out, cap))
-				rc = cwd_read(s, path, out, cap);
+				rc = cwd_read(s, out, cap);
 		} else {
 			rc = dir_name(dirfd, out, cap);
 		}
