@@ -127,10 +127,10 @@ int bbx_dname_known(const char *p, struct stat *sb)
  * and after the call (as does a symlink's creation), which voids every proof made
  * before the change; the name is then read again.  A directory renamed by a process
  * outside the run (or one the shim is not in) between two calls goes unseen until the
- * run's next rename: the records name it by the name it was proved under.  Checking
- * that name with an lstat on every call, as this did until session 19, cost one system
- * call per entry of an rm -r (issue 5); the kernel's action was never in question, only
- * the words recorded for it. */
+ * run's next rename: the records name it by the name it was proved under.  An lstat
+ * of the name on every call would notice that, at one system call per entry of an
+ * rm -r (issue 5); the kernel's action is not in question, only the words recorded
+ * for it. */
 static int dir_name(int fd, char *out, size_t cap)
 {
 	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
