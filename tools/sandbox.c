@@ -153,19 +153,14 @@ static int ll_add(int ruleset, const char *path, __u64 access)
 	struct landlock_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
 	long r = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
 	int e = errno;
-	close(fd);
 	/* EINVAL: access rights that do not apply to a file root (e.g. MAKE_DIR): retry
-	 * with the file subset. */
+	 * with the file subset, through the same descriptor. */
 	if (r < 0 && e == EINVAL) {
-		fd = open(path, O_PATH | O_CLOEXEC);
-		if (fd < 0)
-			return 0;
-		pb.parent_fd = fd;
 		pb.allowed_access = access & LANDLOCK_ACCESS_FS_WRITE_FILE;
 		r = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
 		e = errno;
-		close(fd);
 	}
+	close(fd);
 	return r < 0 ? -e : 0;
 }
 

@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 73
+plan 74
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -205,6 +205,15 @@ run "$WARN" sh -c "$STATIC $W/static-in && echo ran"
 grep -q ran "$T_TMP/o" && [ -e "$W/static-in" ] && said "bbx: warning: "; ok $? "static = warn: runs, with a warning"
 run "$WARN" sh -c "$STATIC $OUT/static-out"
 [ ! -e "$OUT/static-out" ]; ok $? "static binary writing outside the write roots: stopped by Landlock"
+# A file as a write root: Landlock takes only the file rights for it (the directory
+# rights are refused with EINVAL and the file's alone added through the same
+# descriptor, tools/sandbox.c, ll_add): a program the shim cannot enter may write that
+# file, and nothing beside it.
+echo old >"$OUT/file-root"
+FROOT=$(pol froot "[paths]\nwrite = \${WORKSPACE}\nwrite = $OUT/file-root\n[exec]\nstatic = warn\n")
+run "$FROOT" sh -c "$STATIC $OUT/file-root; $STATIC $OUT/beside-file-root"
+[ "$(cat "$OUT/file-root")" = static ] && [ ! -e "$OUT/beside-file-root" ]
+ok $? "a file write root: a static binary writes it (Landlock's file rights), not beside it"
 # Truncation by path is the seccomp filter's (Landlock's TRUNCATE right is not handled:
 # it would cost every open a path walk, tools/sandbox.c): a program the shim cannot
 # enter gets EACCES for truncate(2) and O_RDONLY|O_TRUNC, outside and inside the roots;
