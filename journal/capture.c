@@ -461,7 +461,8 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 	struct stat sb;
 	if (k_stat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return 0; /* the call itself will fail */
-	if (!tls.cwd_ino && tls.cwd_gen && tls.cwd_epoch == bbx_stat_epoch && !strcmp(tls.tmp, tls.cwd)) {
+	if (!tls.cwd_ino && tls.cwd_gen && tls.cwd_epoch == bbx_stat_epoch &&
+	    !strcmp(tls.tmp, tls.cwd)) {
 		/* The working directory getcwd named in this call: its identity, for the
 		 * next calls' check (path.c, cwd_kept), at no cost of its own. */
 		tls.cwd_dev = sb.st_dev;
@@ -1089,7 +1090,8 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		enc_kept(&e, seq, how, (uint64_t)sb.st_size, ns, &ov);
 	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
 	enc_stat(&e, &sb);
-	rc = preserve_before_rename ? bbx_run_emit_later(run, &e, seq) : bbx_run_emit(run, &e, seq);
+	rc = preserve_before_rename ? bbx_run_emit_later(run, &e, seq)
+				    : bbx_run_emit(run, &e, seq);
 	if (rc && (how == BBX_HOW_LINK || how == BBX_HOW_COPY || how == BBX_HOW_REFLINK) &&
 	    bbx_run_last_seq != seq)
 		unlink(tls.obj);

@@ -190,8 +190,9 @@ int bbx_cap_create_excl(struct bbx_run *run, const char *op, const char *path, i
 			uint32_t mode, struct bbx_pending *pend);
 /* A hard link's (link(2) fails on any existing name too): CREATE how=excl, target its
  * source.  pend->ino (dev) preset to the source's identity, when the caller knows it,
- * stands for the new name's lstat after the call (a link is the same inode; one raced
- * away is seen by undo as another file, and left alone). */
+ * stands for the new name's lstat after the call (a link is the same inode; a source
+ * replaced in between makes undo find another inode there, and move it aside as a
+ * conflict). */
 int bbx_cap_link(struct bbx_run *run, const char *op, const char *path, const char *source,
 		 struct bbx_pending *pend);
 /* After the call of a pending creation: RESULT with the outcome and the new inode (from
