@@ -66,6 +66,58 @@ static int write_file(const char *path, const char *text)
 	return rc;
 }
 
+/* 1 if the entry name of the directory at dfd is what bbx_run_create makes before the
+ * journal, with its contents recognisable: objects/ (still empty: rmdir says), state
+ * (state.c, bbx_state_unfinished), meta (begins with the format line). */
+static int unfinished_entry(int dfd, const char *name)
+{
+	if (!strcmp(name, "objects"))
+		return 1;
+	int st = !strcmp(name, "state");
+	if (!st && strcmp(name, "meta"))
+		return 0;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	static const char fmt[] = "format=bbx-journal ";
+	char head[sizeof fmt - 1];
+	struct stat sb;
+	int ours = st ? bbx_state_unfinished(fd)
+		      : fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+				(sb.st_size == 0 || (pread(fd, head, sizeof head, 0) == sizeof head &&
+						     !memcmp(head, fmt, sizeof head)));
+	close(fd);
+	return ours;
+}
+
+/* An existing --journal directory must be empty, or hold only a creation that was
+ * killed before its journal existed (the journal comes last: until then no record was
+ * written, so nothing is lost).  That one is cleared; anything else is -ENOTEMPTY.
+ * bbx-undo depends on this: killed while it made DIR/undo, it must resume. */
+static int clear_unfinished(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	int rc = 0, found = 0;
+	while (!rc && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		found = 1;
+		if (!unfinished_entry(dirfd(d), de->d_name))
+			rc = -ENOTEMPTY;
+	}
+	/* objects/ first: a non-empty one stops the clearing before anything is removed. */
+	if (!rc && found && unlinkat(dirfd(d), "objects", AT_REMOVEDIR) < 0 && errno != ENOENT)
+		rc = errno == EEXIST ? -ENOTEMPTY : -errno;
+	for (const char *f = "state\0meta\0"; !rc && found && *f; f += strlen(f) + 1)
+		if (unlinkat(dirfd(d), f, 0) < 0 && errno != ENOENT)
+			rc = -errno;
+	closedir(d);
+	return rc;
+}
+
 int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta, int nolatest,
 		   char *out, size_t cap)
 {
@@ -92,16 +144,8 @@ int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta,
 		snprintf(p, sizeof p, "%s/journal", dir);
 		if (access(p, F_OK) == 0)
 			return -EEXIST;
-		DIR *d = opendir(dir);
-		if (!d)
-			return -errno;
-		struct dirent *de;
-		int empty = 1;
-		while (empty && (de = readdir(d)))
-			empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
-		closedir(d);
-		if (!empty)
-			return -ENOTEMPTY; /* never mix a journal with other files */
+		if ((rc = clear_unfinished(dir)))
+			return rc; /* never mix a journal with other files */
 	} else {
 		if ((rc = bbx_run_state_dir(base, sizeof base)))
 			return rc;

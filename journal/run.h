@@ -38,7 +38,8 @@ int bbx_run_state_dir(char *out, size_t cap);
 
 /* Creates a new journal directory.  If dir is NULL a fresh one is made under the state
  * directory and `latest` is pointed at it (unless nolatest).  An existing dir must be
- * empty.  cmdline (may be NULL) is stored in meta.  The path is written to out.
+ * empty, or hold only a creation killed before its journal existed (then cleared).
+ * cmdline (may be NULL) is stored in meta.  The path is written to out.
  * Returns 0 or -errno (-EEXIST: dir already holds a journal). */
 int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta, int nolatest,
 		   char *out, size_t cap);

@@ -165,6 +165,17 @@ int bbx_state_create(const char *path)
 	return rc;
 }
 
+int bbx_state_unfinished(int fd)
+{
+	struct stat sb;
+	uint32_t magic = 0;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+	    (size_t)sb.st_size > state_total(BBX_STATE_SLOTS))
+		return 0;
+	ssize_t got = pread(fd, &magic, sizeof magic, 0);
+	return got >= 0 && (magic == 0 || magic == BBX_STATE_MAGIC);
+}
+
 int bbx_state_map(const char *path, struct bbx_state **out)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC);

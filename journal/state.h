@@ -119,6 +119,10 @@ uint64_t *bbx_state_nsgen(struct bbx_state *st);
 
 /* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
 int bbx_state_create(const char *path);
+/* 1 if the file at fd can be one bbx_state_create was making when it was killed (or
+ * made): a regular file no longer than a state file, whose first word is the magic or
+ * still zero (the header is written last). */
+int bbx_state_unfinished(int fd);
 /* Maps an existing state file.  Returns 0 or -errno (-EINVAL: not a state file). */
 int bbx_state_map(const char *path, struct bbx_state **out);
 void bbx_state_unmap(struct bbx_state *st);

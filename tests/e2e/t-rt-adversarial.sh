@@ -780,6 +780,24 @@ expect_rc $rc 0 "interrupted undo: the last bbx-undo exits 0"
 undone=$(rt_snap "$W" undone)
 same_snap "$before" "$undone" "interrupted undo: tree restored byte for byte"
 
+# Killed at one instant above (CI, session 19's submission): while bbx-undo made its own
+# journal directory, DIR/undo, after objects/ and state but before the journal file.  The
+# next bbx-undo then refused the non-empty DIR/undo ("Directory not empty") and undid
+# nothing.  That instant, made by hand (a copy of the run's own state file is one that
+# bbx_state_create finished): bbx-undo must clear the half-made directory and go on.
+W=$(ws)
+J=$(rt_journal)
+before=$(rt_snap "$W" before)
+rt_run "$J" "$W" 'rm -rf deep && echo new > docs/README.md'
+expect_rc $? 0 "undo killed while making DIR/undo: workload exits 0"
+mkdir -p "$J/undo/objects" && cp "$J/state" "$J/undo/state"
+rt_undo "$J"
+rc=$?
+[ $rc -eq 0 ] || rt_showerr "$T_TMP/undo.out"
+expect_rc $rc 0 "undo killed while making DIR/undo: the next bbx-undo exits 0"
+undone=$(rt_snap "$W" undone)
+same_snap "$before" "$undone" "undo killed while making DIR/undo: tree restored byte for byte"
+
 
 # link(2) is recorded without looking the new name up first (CREATE how=excl,
 # shim/names.c, LINK_BODY): a link onto an existing name fails by itself, its RESULT

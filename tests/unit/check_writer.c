@@ -1264,6 +1264,77 @@ START_TEST(test_oversize_remove)
 }
 END_TEST
 
+/* A creation killed before its journal existed (bbx-undo killed while it made
+ * DIR/undo: CI, session 19) leaves objects/, state and maybe meta: the next
+ * bbx_run_create into that directory clears them and succeeds.  Anything else in the
+ * directory (a foreign file, a meta that is not ours, a non-empty objects/, a state
+ * file with another first word) is still -ENOTEMPTY, and nothing is removed. */
+static void make_unfinished(const char *run, int with_meta)
+{
+	char p[PATH_MAX + 32], done[PATH_MAX + 16];
+	char tmp[PATH_MAX + 16];
+	snprintf(tmp, sizeof tmp, "%s.full", run);
+	ck_assert_int_eq(bbx_run_create(tmp, "unit test", NULL, 1, done, sizeof done), 0);
+	ck_assert_int_eq(mkdir(run, 0700), 0);
+	snprintf(p, sizeof p, "%s/objects", run);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	char src[PATH_MAX + 32];
+	for (const char *f = with_meta ? "state\0meta\0" : "state\0"; *f; f += strlen(f) + 1) {
+		snprintf(src, sizeof src, "%s/%s", tmp, f);
+		snprintf(p, sizeof p, "%s/%s", run, f);
+		ck_assert_int_eq(rename(src, p), 0);
+	}
+}
+
+START_TEST(test_run_create_after_kill)
+{
+	char base[PATH_MAX], run[PATH_MAX + 16], out[PATH_MAX + 16], p[PATH_MAX + 32];
+	unit_mkdtemp(base, sizeof base, "rkill");
+	struct stat sb;
+	/* killed after the state file, and after meta: both resume */
+	for (int m = 0; m < 2; m++) {
+		snprintf(run, sizeof run, "%s/run%d", base, m);
+		make_unfinished(run, m);
+		ck_assert_int_eq(bbx_run_create(run, "unit test", NULL, 1, out, sizeof out), 0);
+		struct bbx_run r;
+		ck_assert_int_eq(bbx_run_open(&r, run), 0);
+		bbx_run_close(&r);
+		snprintf(p, sizeof p, "%s/journal", run);
+		ck_assert_int_eq(stat(p, &sb), 0);
+	}
+	/* killed inside bbx_state_create: allocated, header not yet written */
+	snprintf(run, sizeof run, "%s/zero", base);
+	make_unfinished(run, 0);
+	snprintf(p, sizeof p, "%s/state", run);
+	int fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	uint32_t zero = 0;
+	ck_assert_int_eq(pwrite(fd, &zero, sizeof zero, 0), (ssize_t)sizeof zero);
+	close(fd);
+	ck_assert_int_eq(bbx_run_create(run, "unit test", NULL, 1, out, sizeof out), 0);
+
+	/* not ours: refused, and every entry stays */
+	static const char *const foreign[] = {"notes.txt", "meta", "objects/x", "state"};
+	for (size_t i = 0; i < sizeof foreign / sizeof *foreign; i++) {
+		snprintf(run, sizeof run, "%s/foreign%zu", base, i);
+		make_unfinished(run, 0);
+		snprintf(p, sizeof p, "%s/%s", run, foreign[i]);
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, "user data", 9), 9);
+		close(fd);
+		ck_assert_int_eq(bbx_run_create(run, "unit test", NULL, 1, out, sizeof out),
+				 -ENOTEMPTY);
+		ck_assert_int_eq(stat(p, &sb), 0);
+		ck_assert_int_eq(sb.st_size, 9);
+		snprintf(p, sizeof p, "%s/state", run);
+		ck_assert_int_eq(stat(p, &sb), 0);
+		snprintf(p, sizeof p, "%s/objects", run);
+		ck_assert_int_eq(stat(p, &sb), 0);
+	}
+}
+END_TEST
+
 /* bbx_run_open names the run by its canonical path however it is given: as it is (one
  * openat2 with RESOLVE_NO_SYMLINKS proves it), or through realpath when the words hold
  * a symlink, a '.', a '//' or a trailing '/'.  The "never write into the journal"
@@ -1309,6 +1380,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_short_write);
 	tcase_add_test(tc, test_writer_eintr_retried);
 	tcase_add_test(tc, test_run_open_canonical);
+	tcase_add_test(tc, test_run_create_after_kill);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("identity");
