@@ -56,6 +56,24 @@ static inline long bbx_sys_raw4(long nr, long a, long b, long c, long d)
 #endif
 }
 
+/* Five arguments (e: r8). */
+static inline long bbx_sys_raw5(long nr, long a, long b, long c, long d, long e)
+{
+#if defined(__x86_64__)
+	long r;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+			 : "rcx", "r11", "memory");
+	return r;
+#else
+	long r = syscall(nr, a, b, c, d, e);
+	return r == -1 ? -errno : r;
+#endif
+}
+
 /* newfstatat(2) by the instruction: 0, or -errno (errno left alone).  fstat is
  * (fd, "", AT_EMPTY_PATH), as glibc makes it. */
 static inline int bbx_sys_fstatat(int dirfd, const char *path, struct stat *sb, int flags)

@@ -501,6 +501,16 @@ void bbx_pol_index(const struct bbx_pol_hdr *p)
 	__atomic_store_n(&idx_state, x->ok ? 2 : 3, __ATOMIC_RELEASE);
 }
 
+int bbx_pol_read_byte1(const struct bbx_pol_hdr *p, uint64_t byte1[4])
+{
+	const int s = BBX_PS_DENY_READ;
+	if (__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) != 2 || idx_blob != p ||
+	    !idx->hx_ok[s] || idx->hx_all[s])
+		return 0;
+	memcpy(byte1, idx->hx_byte1[s], sizeof idx->hx_byte1[s]);
+	return 1;
+}
+
 int bbx_pol_index_source(void)
 {
 	if (__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) < 2)

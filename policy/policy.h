@@ -168,6 +168,11 @@ void bbx_pol_index(const struct bbx_pol_hdr *p);
  * the index of p (whose rules and strings are final) written to out (ix_size bytes). */
 size_t bbx_pol_ix_size(void);
 void bbx_pol_ix_build(const struct bbx_pol_hdr *p, void *out);
+/* The bytes after the leading '/' of p's deny_read roots, as a 256-bit set, when p is
+ * the indexed blob and its deny_read section is matched through the root hash with no
+ * "/" root: an absolute path whose second byte is not in the set is under no deny_read
+ * root (bbx_pol_read allows it).  Returns 1 and fills byte1, or 0 (no such answer). */
+int bbx_pol_read_byte1(const struct bbx_pol_hdr *p, uint64_t byte1[4]);
 /* Where bbx_pol_index found its index: 1 carried in the blob, 2 built by this process
  * (none carried, or one that failed its checks), 0 not indexed (yet). */
 int bbx_pol_index_source(void);

@@ -49,9 +49,20 @@ static inline int may_mutate(int flags)
 	do {                                                                                \
 		int saved_;                                                                 \
 		if (!may_mutate(flags)) {                                                   \
-			if (!bbx_reads_checked() || !bbx_enter(&saved_))                    \
-				return realcall;                                            \
 			int xfd_;                                                           \
+			if (!bbx_reads_checked())                                           \
+				return realcall;                                            \
+			const char *wp_ = (path);                                           \
+			__asm__("" : "+r"(wp_)); /* nonnull in the prototype only */       \
+			long fr_ = bbx_rf_open(wp_, (flags));                               \
+			if (fr_ != BBX_RF_GENERAL) {                                        \
+				if (fr_ >= 0)                                               \
+					return (int)fr_;                                    \
+				errno = (int)-fr_;                                          \
+				return -1;                                                  \
+			}                                                                   \
+			if (!bbx_enter(&saved_))                                            \
+				return realcall;                                            \
 			if (bbx_read_open_exact((path), (flags), saved_, &xfd_))            \
 				return xfd_;                                                \
 			READ_BODY(opname, path, saved_, int, realcall, fd_ >= 0, fd_,       \

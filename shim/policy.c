@@ -56,6 +56,37 @@ BBX_HOT static int pol_state; /* 0 not mapped, 1 mapping, 2 done */
  * fast path of open/stat tests only this. */
 int bbx_pol_reads = 1;
 
+BBX_HOT struct bbx_rfilt bbx_rfilt;
+
+/* 1 when some deny_read root was too large to list (BBX_RF_PARTIAL): an opened
+ * object's kernel name is then checked too. */
+static int partial_roots(const struct bbx_pol_hdr *p)
+{
+	for (uint32_t i = 0; i < p->n_rules; i++)
+		if (bbx_pol_rules(p)[i].flags & BBX_RF_PARTIAL)
+			return 1;
+	return 0;
+}
+
+/* shim.h, struct bbx_rfilt.  Not built (the general path decides every read) when a
+ * root is too large to list or the index cannot answer for the words. */
+static void rfilt_build(const struct bbx_pol_hdr *p)
+{
+	if (partial_roots(p) || !bbx_pol_read_byte1(p, bbx_rfilt.words))
+		return;
+	const struct bbx_pol_inode *in = bbx_pol_inodes(p);
+	for (uint32_t i = 0; i < p->n_inodes; i++) {
+		unsigned b = bbx_rf_ino_bit(in[i].ino);
+		bbx_rfilt.ino[b >> 6] |= 1ull << (b & 63);
+	}
+	/* '.' and '/' as second bytes ("/./root", "//root") name what their words hide */
+	bbx_rfilt.words['.' >> 6] |= 1ull << ('.' & 63);
+	bbx_rfilt.words['/' >> 6] |= 1ull << ('/' & 63);
+	bbx_rfilt.mark = bbx_mark(); /* guard held (bbx_policy) */
+	bbx_rfilt.exact = p->reads_exact != 0 && bbx_rfilt.mark != 0;
+	__atomic_store_n(&bbx_rfilt.ready, 1, __ATOMIC_RELEASE);
+}
+
 static void pol_load(void)
 {
 	const struct bbx_pol_hdr *p = NULL;
@@ -90,6 +121,8 @@ static void pol_load(void)
 		if (ne || na || p->redact_fingerprint)
 			(void)bbx_redact_configure(env, ne, argv, na, p->redact_fingerprint != 0);
 	}
+	if (p && p->n_deny_read)
+		rfilt_build(p);
 	__atomic_store_n(&bbx_pol_reads, p && p->n_deny_read ? 1 : 0, __ATOMIC_RELEASE);
 }
 
@@ -781,12 +814,8 @@ int bbx_read_post(const char *op, const char *path, int fd, const struct stat *s
 	struct bbx_pol_verdict v;
 	if (bbx_pol_read_inode(p, sb->st_dev, sb->st_ino, &v))
 		return bbx_pol_report(op, BBX_ACC_READ, path, NULL, NULL, NULL, NULL, &v);
-	if (has_partial < 0) {
-		int hp = 0;
-		for (uint32_t i = 0; i < p->n_rules; i++)
-			hp |= bbx_pol_rules(p)[i].flags & BBX_RF_PARTIAL;
-		has_partial = hp != 0;
-	}
+	if (has_partial < 0)
+		has_partial = partial_roots(p);
 	if (has_partial && fd >= 0) {
 		char real[PATH_MAX];
 		if (!bbx_path_fd(fd, real, sizeof real)) {

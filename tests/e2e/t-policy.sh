@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 74
+plan 85
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -145,6 +145,36 @@ run "$ENFORCE" sh -c "cat $FAKEHOME//.ssh/id_rsa; cat $FAKEHOME/./.ssh/id_rsa; c
 ! grep -q "$SECRET" "$T_TMP/o" && [ "$(grep -c 'bbx: refused read' "$T_TMP/o")" -ge 4 ]; okv "exact reads: '//', '/./', an absolute symlink and '..' into deny_read: all refused"
 (cd "$W" && HOME="$FAKEHOME" strace -f -e trace=openat2 -o "$T_TMP/st" bbx-run --quiet --policy "$ENFORCE" --journal "$T_TMP/j.st" -- cat "$W/public") >"$T_TMP/o" 2>&1
 grep -q '^public$' "$T_TMP/o" && grep -q "openat2(AT_FDCWD, \"$W/public\".*RESOLVE_NO_SYMLINKS.* = [0-9]" "$T_TMP/st"; okv "... an allowed absolute read is one openat2 (no identity check after it)"
+# The read filter (shim.h, bbx_rfilt): a path whose first component is under no
+# deny_read root ($OUT is in /var/tmp, the root in /tmp) is cleared by its words, and a
+# stat then by the reached inode's number against a Bloom filter of the listed ones.
+# Through a symlink, "..", or a magic link such a path still reaches the secret: open
+# (ELOOP, "..") and stat (the inode) must take the general way and refuse.  Each call
+# is tried alone, so one refusal cannot hide another's pass.
+ln -s "$FAKEHOME/.ssh/id_rsa" "$OUT/key"
+# label=path: a symlink in /var/tmp, "..", a magic link, and "//" or "/./" first (the
+# second byte the filter would see is '/' or '.').
+for how in "symlink=$OUT/key" "dotdot=/var/..$FAKEHOME/.ssh/id_rsa" \
+	"magic=/proc/self/root$FAKEHOME/.ssh/id_rsa" "slashslash=/$FAKEHOME/.ssh/id_rsa" \
+	"slashdot=/.$FAKEHOME/.ssh/id_rsa"; do
+	for call in open stat; do
+		run "$ENFORCE" python3 -c "
+import os, sys
+try:
+    if sys.argv[1] == 'open':
+        print(open(sys.argv[2]).read())
+    else:
+        print('ino', os.stat(sys.argv[2]).st_ino)
+except PermissionError:
+    print('refused')" "$call" "${how#*=}"
+		! grep -q "$SECRET" "$T_TMP/o" && ! grep -q '^ino' "$T_TMP/o" && said '^refused' &&
+			said 'bbx: refused read of'
+		okv "read filter: $call of the secret, ${how%%=*}: refused"
+	done
+done
+run "$ENFORCE" sh -c "cat $OUT/existing && stat -c %s $OUT/existing && stat -L -c %i $OUT/key"
+[ "$(head -2 "$T_TMP/o" | tr '\n' ' ')" = "keep 5 " ] && said "bbx: refused read of"
+okv "read filter: an allowed open and stat under another first component work; stat -L of the symlink is refused"
 run "$ENFORCE" python3 -c "
 import os
 try:
