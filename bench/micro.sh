@@ -8,33 +8,37 @@
 # the floor (syscall(2), unseen by the shim) measured bare.  Then posix_spawn of
 # /bin/true, us per start.  The layers column needs a C compiler ($CC, default cc).
 # Usage: bench/micro.sh [ROUNDS]   (BENCH_MICRO_ARGS: default "-b 9 -n 20000";
-#                                    BENCH_SPAWN_N: default 2000)
+#                                    BENCH_SPAWN_N: default 2000;
+#                                    BENCH_CPU: pin every variant to that CPU)
+# BENCH_CPU: on a shared VM the CPUs can differ by 40 % in system-call cost, and a run
+# lands on either; pinned, the variants meet the same one (taskset, util-linux).
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-$ROUNDS}
 M="$B/bench/micro"
 [ -x "$M" ] || make -C "$B" bench/micro >/dev/null || { echo "micro: cannot build $M" >&2; exit 1; }
 ARGS=${BENCH_MICRO_ARGS:--b 9 -n 20000}
 SN=${BENCH_SPAWN_N:-2000}
+PIN=${BENCH_CPU:+taskset -c $BENCH_CPU}
 mkdir -p "$W/d"
 # EMPTY: lib.sh's empty library, when BENCH_VARIANTS has layers (the default)
 for _ in $(seq "$ROUNDS"); do
 	# shellcheck disable=SC2086
-	"$M" $ARGS "$W/d" >>"$W/m.bare"
+	$PIN "$M" $ARGS "$W/d" >>"$W/m.bare"
 	if [ -n "$EMPTY" ]; then
 		rm -rf "$J"
 		# shellcheck disable=SC2086
-		BBX_SHIM=$EMPTY $BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.layers"
+		BBX_SHIM=$EMPTY $PIN $BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.layers"
 	fi
 	rm -rf "$J"
 	# shellcheck disable=SC2086
-	$BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.bbx"
+	$PIN $BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.bbx"
 	echo $(($(stat -c %s "$J/journal") / 1024)) >>"$W/jk"
 	rm -rf "$J"
-	"$M" -s "$SN" >>"$W/s.bare"
-	$BBX_RUN --journal "$J" -- "$M" -s "$SN" >>"$W/s.bbx"
+	$PIN "$M" -s "$SN" >>"$W/s.bare"
+	$PIN $BBX_RUN --journal "$J" -- "$M" -s "$SN" >>"$W/s.bbx"
 	rm -rf "$J"
 done
-echo "micro: $M $ARGS DIR, $ROUNDS rounds alternating bare/layers/bbx; ns per call (median)"
+echo "micro: $M $ARGS DIR, $ROUNDS rounds alternating bare/layers/bbx${PIN:+ ($PIN)}; ns per call (median)"
 printf '%-32s %9s %9s %9s %7s %9s %9s\n' op bare_ns layers_ns bbx_ns ratio layers+ shim+
 awk '$1 == "op" {print $2}' "$W/m.bare" | awk '!s[$0]++' | while read -r op; do
 	awk -v o="$op" '$1 == "op" && $2 == o {print $3}' "$W/m.bare" >"$W/a"
