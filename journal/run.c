@@ -71,8 +71,9 @@ static int write_file(const char *path, const char *text)
  * (state.c, bbx_state_unfinished), meta (begins with the format line). */
 static int unfinished_entry(int dfd, const char *name)
 {
+	struct stat sb;
 	if (!strcmp(name, "objects"))
-		return 1;
+		return fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode);
 	int st = !strcmp(name, "state");
 	if (!st && strcmp(name, "meta"))
 		return 0;
@@ -81,7 +82,6 @@ static int unfinished_entry(int dfd, const char *name)
 		return 0;
 	static const char fmt[] = "format=bbx-journal ";
 	char head[sizeof fmt - 1];
-	struct stat sb;
 	int ours = st ? bbx_state_unfinished(fd)
 		      : fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
 				(sb.st_size == 0 || (pread(fd, head, sizeof head, 0) == sizeof head &&

@@ -1315,6 +1315,16 @@ START_TEST(test_run_create_after_kill)
 
 	/* not ours: refused, and every entry stays */
 	static const char *const foreign[] = {"notes.txt", "meta", "objects/x", "state"};
+	/* an "objects" that is a file is not ours either */
+	snprintf(run, sizeof run, "%s/objfile", base);
+	ck_assert_int_eq(mkdir(run, 0700), 0);
+	snprintf(p, sizeof p, "%s/objects", run);
+	fd = open(p, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(bbx_run_create(run, "unit test", NULL, 1, out, sizeof out), -ENOTEMPTY);
+	ck_assert_int_eq(stat(p, &sb), 0);
+	ck_assert(S_ISREG(sb.st_mode));
 	for (size_t i = 0; i < sizeof foreign / sizeof *foreign; i++) {
 		snprintf(run, sizeof run, "%s/foreign%zu", base, i);
 		make_unfinished(run, 0);
