@@ -55,7 +55,7 @@ static inline int may_mutate(int flags)
 			const char *wp_ = (path);                                           \
 			__asm__("" : "+r"(wp_)); /* nonnull in the prototype only */       \
 			long fr_ = bbx_rf_open(wp_, (flags));                               \
-			if (fr_ != BBX_RF_GENERAL) {                                        \
+			if (fr_ > BBX_RF_GENERAL) {                                         \
 				if (fr_ >= 0)                                               \
 					return (int)fr_;                                    \
 				errno = (int)-fr_;                                          \
@@ -63,7 +63,8 @@ static inline int may_mutate(int flags)
 			}                                                                   \
 			if (!bbx_enter(&saved_))                                            \
 				return realcall;                                            \
-			if (bbx_read_open_exact((path), (flags), saved_, &xfd_))            \
+			if (fr_ != BBX_RF_TRIED &&                                          \
+			    bbx_read_open_exact((path), (flags), saved_, &xfd_))            \
 				return xfd_;                                                \
 			READ_BODY(opname, path, saved_, int, realcall, fd_ >= 0, fd_,       \
 				  close(fd_), -1);                                \

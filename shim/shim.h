@@ -342,12 +342,16 @@ static inline int bbx_rf_dotdot(const char *path)
  * component is under no deny_read root, and '.' and '/' are in the set, so "/./" and
  * "//" go the general way), it has no "..", and openat2 with RESOLVE_NO_SYMLINKS
  * reaches what the words name (reads_exact: no listed inode has another name).
- * Returns the descriptor or -errno, or BBX_RF_GENERAL to take the general path (a
- * symlink on the way, flags openat2 refuses).  errno untouched.  (Inline, by the
+ * Returns the descriptor or -errno; BBX_RF_GENERAL to take the general path without
+ * trying; BBX_RF_TRIED when openat2 refused (a symlink on the way, flags it does not
+ * take): the general path then skips bbx_read_open_exact, which would make the same
+ * call (a build's opens through /lib -> usr/lib made it twice, 1,700 system calls in a
+ * configure + make of bbx).  errno untouched.  (Inline, by the
  * instruction: out of line, through libc's syscall() and strstr, open+close cost ~100
  * ns more here, pinned A/B runs; code brought back into the cache after the system
  * call, not instructions.) */
 #define BBX_RF_GENERAL (-4096L)
+#define BBX_RF_TRIED (-4097L)
 static inline long bbx_rf_open(const char *path, int flags)
 {
 	if (!bbx_rf_ready() || !bbx_rfilt.exact || !path || !bbx_rf_words(path) ||
@@ -359,7 +363,7 @@ static inline long bbx_rf_open(const char *path, int flags)
 			      bbx_rfilt.mark);
 	if (r == -ELOOP || r == -EINVAL || r == -ENOSYS || r == -E2BIG || r == -EPERM ||
 	    r == -EXDEV || r == -EAGAIN)
-		return BBX_RF_GENERAL;
+		return BBX_RF_TRIED;
 	return r;
 }
 

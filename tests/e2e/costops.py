@@ -21,6 +21,9 @@ if op in ("subcreate", "sedi"):
         open("d/f%d" % i, "w").write("x\n")
     # the directory's name proved once, before the measured calls
     open("d/warm", "w").close()
+if op == "readsym":
+    os.symlink(".", "sl")
+here = os.getcwd()
 if op == "unlinkat":
     os.mkdir("d")
     for i in range(n):
@@ -71,4 +74,10 @@ for i in range(n):
         os.stat("warm")
     elif op == "read":
         os.close(os.open("warm", os.O_RDONLY))
+    elif op == "readabs":
+        os.close(os.open(here + "/warm", os.O_RDONLY))
+    elif op == "readsym":
+        os.close(os.open(here + "/sl/warm", os.O_RDONLY))
+    elif op == "statabs":
+        os.stat(here + "/warm")
 os.access("/BBX-COST-END", 0)

@@ -6,12 +6,12 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 28
+plan 36
 
 N=100
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
 if ! command -v strace >/dev/null 2>&1; then
-	for _ in $(seq 28); do skip "strace not installed"; done
+	for _ in $(seq 36); do skip "strace not installed"; done
 	exit 0
 fi
 # between FILE: the system calls between the markers (signals and exits not counted).
@@ -95,6 +95,13 @@ budget sedi 700 200 "create (3), rename over a file (4: three stats, one write w
 budget missing 200 100 "one stat of the missing parent, one write"
 # Read-only calls outside every deny_read root: nothing added.
 budget stat 0 0 "nothing"
+budget statabs 0 0 "nothing (the read filter: shim.h, bbx_rfilt)"
+# An absolute read-only open is one openat2 in place of the openat; a relative one is
+# followed by the identity check (fstat); one through a symlink tries the openat2
+# (ELOOP), then opens and checks the identity: that openat2 is made once (it was twice).
+budget readabs 0 0 "nothing (openat2 instead of openat)"
+budget read 100 0 "fstat of the descriptor (deny_read by identity)"
+budget readsym 200 0 "openat2 refused (ELOOP), then fstat of the descriptor"
 
 # A fork child on its way to exec (bash starting /bin/true 20 times): between its fork
 # and its execve, bbx adds the program's stat (deny_read by identity), getcwd, the two
