@@ -302,7 +302,7 @@ static inline int bbx_reads_checked(void) { return bbx_reads_policed() && !bbx_g
  * none is too large to list); exact: the policy's reads_exact. */
 struct bbx_rfilt {
 	int ready, exact;
-	long mark; /* bbx_mark(), for the openat2 of bbx_read_open_fast */
+	long mark; /* bbx_mark() once known (0 before: the general path learns it) */
 	uint64_t words[4];
 	uint64_t ino[16];
 };
@@ -354,13 +354,13 @@ static inline int bbx_rf_dotdot(const char *path)
 #define BBX_RF_TRIED (-4097L)
 static inline long bbx_rf_open(const char *path, int flags)
 {
-	if (!bbx_rf_ready() || !bbx_rfilt.exact || !path || !bbx_rf_words(path) ||
+	long mark = __atomic_load_n(&bbx_rfilt.mark, __ATOMIC_RELAXED);
+	if (!bbx_rf_ready() || !bbx_rfilt.exact || !mark || !path || !bbx_rf_words(path) ||
 	    path[0] != '/' || bbx_rf_dotdot(path))
 		return BBX_RF_GENERAL;
 	struct open_how how = {.flags = (uint64_t)(unsigned)flags,
 			       .resolve = RESOLVE_NO_SYMLINKS};
-	long r = bbx_sys_raw5(SYS_openat2, AT_FDCWD, (long)path, (long)&how, sizeof how,
-			      bbx_rfilt.mark);
+	long r = bbx_sys_raw5(SYS_openat2, AT_FDCWD, (long)path, (long)&how, sizeof how, mark);
 	if (r == -ELOOP || r == -EINVAL || r == -ENOSYS || r == -E2BIG || r == -EPERM ||
 	    r == -EXDEV || r == -EAGAIN)
 		return BBX_RF_TRIED;
