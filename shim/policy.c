@@ -797,8 +797,7 @@ int bbx_read_open_exact(const char *path, int flags, int saved, int *fd)
 	long r = BBX_REAL(syscall)(SYS_openat2, AT_FDCWD, path, &how, sizeof how, mark);
 	int e = errno;
 	(void)bbx_call_end(gen);
-	if (r < 0 && (e == ELOOP || e == EINVAL || e == ENOSYS || e == E2BIG || e == EPERM ||
-		      e == EXDEV || e == EAGAIN))
+	if (r < 0 && bbx_openat2_refused(e))
 		return 0; /* a symlink on the way, or flags or a kernel openat2 does not take */
 	bbx_leave(r < 0 ? e : saved);
 	*fd = (int)r;

@@ -350,19 +350,26 @@ static inline int bbx_rf_dotdot(const char *path)
  * instruction: out of line, through libc's syscall() and strstr, open+close cost ~100
  * ns more here, pinned A/B runs; code brought back into the cache after the system
  * call, not instructions.) */
+/* An openat2 error that says nothing of the path (a symlink on the way, flags or a
+ * kernel it does not take): the general path decides instead. */
+static inline int bbx_openat2_refused(long e)
+{
+	return e == ELOOP || e == EINVAL || e == ENOSYS || e == E2BIG || e == EPERM ||
+	       e == EXDEV || e == EAGAIN;
+}
+
 #define BBX_RF_GENERAL (-4096L)
 #define BBX_RF_TRIED (-4097L)
 static inline long bbx_rf_open(const char *path, int flags)
 {
 	long mark = __atomic_load_n(&bbx_rfilt.mark, __ATOMIC_RELAXED);
-	if (!bbx_rf_ready() || !bbx_rfilt.exact || !mark || !path || !bbx_rf_words(path) ||
-	    path[0] != '/' || bbx_rf_dotdot(path))
+	if (!bbx_rf_ready() || !bbx_rfilt.exact || !mark || !path || path[0] != '/' ||
+	    !bbx_rf_words(path) || bbx_rf_dotdot(path))
 		return BBX_RF_GENERAL;
 	struct open_how how = {.flags = (uint64_t)(unsigned)flags,
 			       .resolve = RESOLVE_NO_SYMLINKS};
 	long r = bbx_sys_raw5(SYS_openat2, AT_FDCWD, (long)path, (long)&how, sizeof how, mark);
-	if (r == -ELOOP || r == -EINVAL || r == -ENOSYS || r == -E2BIG || r == -EPERM ||
-	    r == -EXDEV || r == -EAGAIN)
+	if (r < 0 && bbx_openat2_refused(-r))
 		return BBX_RF_TRIED;
 	return r;
 }
