@@ -184,7 +184,8 @@ int bbx_run_create(const char *dir, const char *cmdline, const char *extra_meta,
 		goto fail;
 	}
 	n = snprintf(meta, msz,
-		     "format=bbx-journal 1\nrun=%s\nstart=%s\nstart_ns=%lld\nuid=%u\nhost=%s\ncwd=%s\n"
+		     "format=bbx-journal " BBX_JOURNAL_FORMAT
+		     "\nrun=%s\nstart=%s\nstart_ns=%lld\nuid=%u\nhost=%s\ncwd=%s\n"
 		     "command=%s\n%s",
 		     id, when, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, (unsigned)getuid(),
 		     u.nodename, cwd, cmdline ? cmdline : "", extra_meta ? extra_meta : "");

@@ -19,6 +19,10 @@
 #include <limits.h>
 #include <stdint.h>
 
+/* The journal directory's format, the first line of its meta file ("format=bbx-journal
+ * 1"); bbx --version prints it. */
+#define BBX_JOURNAL_FORMAT "1"
+
 /* The small fields first, and the writer's (writer.h) right after them: a process that
  * opens the run then writes the head of two pages of this struct, the one holding them
  * and the journal path, and the one holding dir, not three (each a page fault; issue

@@ -39,6 +39,7 @@ static void usage(FILE *f)
 		   "      --stat       lines added and removed per path, and totals\n"
 		   "      --name-only  only the paths\n"
 		   "  -h, --help       this text\n"
+		   "      --version    the version and journal format\n"
 		   "PATH limits the output to those paths and what lies under them (or a glob).\n");
 }
 
@@ -585,7 +586,8 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"stat", no_argument, 0, 's'},
 					   {"name-only", no_argument, 0, 'n'},
-					   {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+					   {"help", no_argument, 0, 'h'},
+					   {"version", no_argument, 0, 256}, {0, 0, 0, 0}};
 	int mode = OUT_FULL, ch;
 	/* JOURNAL, then paths after "--".  Options come first ("+": no permutation), so
 	 * the index of the first "--" tells the journal from the paths even when getopt
@@ -601,6 +603,7 @@ int main(int argc, char **argv)
 		case 's': mode = OUT_STAT; break;
 		case 'n': mode = OUT_NAMES; break;
 		case 'h': usage(stdout); return 0;
+		case 256: bbx_tool_version("bbx-diff"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

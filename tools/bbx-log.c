@@ -58,7 +58,8 @@ static void usage(FILE *f)
 		"  -r, --records      every record, RESULTs unfolded (the format of bbx-log 0.1)\n"
 		"  -f, --follow       keep reading as the run appends, until it is sealed\n"
 		"      --no-pager     never page; --color=auto|always|never\n"
-		"  -h, --help         this text\n");
+		"  -h, --help         this text\n"
+		"      --version      the version and journal format\n");
 }
 
 /* ---- small helpers --------------------------------------------------------------- */
@@ -832,7 +833,7 @@ static void print_event(FILE *o, const struct ev *e)
 static volatile sig_atomic_t stop;
 static void on_sigint(int s) { (void)s; stop = 1; }
 
-enum { O_SINCE = 256, O_UNTIL, O_FORMAT, O_NOPAGER, O_COLOR };
+enum { O_SINCE = 256, O_UNTIL, O_FORMAT, O_NOPAGER, O_COLOR, O_VERSION };
 
 int main(int argc, char **argv)
 {
@@ -847,6 +848,7 @@ int main(int argc, char **argv)
 		{"color", required_argument, 0, O_COLOR}, {"colour", required_argument, 0, O_COLOR},
 		{"help", no_argument, 0, 'h'},
 		{"verify", no_argument, 0, 'V'},
+		{"version", no_argument, 0, O_VERSION},
 		{0, 0, 0, 0}};
 	enum { FMT_TEXT, FMT_JSON, FMT_OCSF } fmt = FMT_TEXT;
 	bool tree = false, stats = false, follow = false, nopager = false, verify = false;
@@ -858,6 +860,9 @@ int main(int argc, char **argv)
 		case 'V':
 			verify = true;
 			break;
+		case O_VERSION:
+			bbx_tool_version("bbx-log");
+			return 0;
 		case 'p':
 			errno = 0;
 			long v = strtol(optarg, &end, 10);

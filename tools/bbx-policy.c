@@ -9,6 +9,7 @@
 #include "policy/compile.h"
 #include "policy/policy.h"
 #include "journal/record.h"
+#include "common.h"
 
 #include <arpa/inet.h>
 #include <err.h>
@@ -36,6 +37,7 @@ static void usage(FILE *f)
 		"  explain   print the decision, the errno and the rule that decided\n"
 		"  compile   write the compiled policy to OUT (mode 0444, atomically)\n"
 		"  -h, --help  this text\n"
+		"  --version   the version and journal format\n"
 		"Exit status: 0 done; 1 the policy is malformed (FILE:LINE: on stderr) or OUT\n"
 		"could not be written; 2 usage error.\n");
 }
@@ -250,6 +252,9 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			bbx_tool_version("bbx-policy");
 			return 0;
 		}
 	const char *verb = argv[1];

@@ -43,6 +43,7 @@ static void usage(FILE *f)
 		"  -t, --transaction   undo the run automatically if CMD exits non-zero\n"
 		"  -q, --quiet         no summary on stderr\n"
 		"  -h, --help          this text\n"
+		"      --version       the version and journal format\n"
 		"Exit status: CMD's (128+N if killed by signal N); 1 if the run could not be\n"
 		"set up; 2 on a usage error or a malformed policy.\n");
 }
@@ -143,6 +144,7 @@ int main(int argc, char **argv)
 					   {"policy", required_argument, 0, 'p'},
 					   {"quiet", no_argument, 0, 'q'},
 					   {"help", no_argument, 0, 'h'},
+					   {"version", no_argument, 0, 'V'},
 					   {0, 0, 0, 0}};
 	const char *jarg = NULL, *parg = NULL;
 	int transaction = 0, quiet = 0, ch;
@@ -153,6 +155,7 @@ int main(int argc, char **argv)
 		case 'p': parg = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': bbx_tool_version("bbx-run"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -26,6 +26,7 @@ static void usage(FILE *f)
 		"  -v, --verbose  print every path restored or removed\n"
 		"  -q, --quiet    print only conflicts and errors\n"
 		"  -h, --help     this text\n"
+		"      --version  the version and journal format\n"
 		"Exit status: 0 restored, 1 failure, 2 usage error, 3 restored with conflicts,\n"
 		"4 restored except the paths listed as lost (not restorable).\n");
 }
@@ -36,6 +37,7 @@ int main(int argc, char **argv)
 					   {"verbose", no_argument, 0, 'v'},
 					   {"quiet", no_argument, 0, 'q'},
 					   {"help", no_argument, 0, 'h'},
+					   {"version", no_argument, 0, 256},
 					   {0, 0, 0, 0}};
 	struct bbx_undo_opts o = {.out = stdout};
 	int quiet = 0, ch;
@@ -45,6 +47,7 @@ int main(int argc, char **argv)
 		case 'v': o.verbose = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 256: bbx_tool_version("bbx-undo"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

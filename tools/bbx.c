@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT
  * bbx - git-style dispatcher: `bbx VERB ARGS...` runs `bbx-VERB ARGS...`, looked up
  * beside this program first, then on PATH. */
+#include "common.h"
+
 #include <err.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +13,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: bbx VERB [ARG...]\n"
+		   "       bbx --help | --version\n"
 		   "verbs: run, undo, log, diff, policy   (bbx VERB --help for each)\n");
 }
 
@@ -19,10 +23,20 @@ int main(int argc, char **argv)
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
+	if (!strcmp(argv[1], "--version")) {
+		bbx_tool_version("bbx");
+		return 0;
+	}
+	if (argv[1][0] == '-') {
+		fprintf(stderr, "bbx: unknown option %s\n", argv[1]);
+		usage(stderr);
+		return 2;
+	}
 	if (strchr(argv[1], '/'))
 		errx(2, "bad verb: %s", argv[1]);
+	const char *verb = argv[1];
 	char name[256], path[PATH_MAX];
-	snprintf(name, sizeof name, "bbx-%s", argv[1]);
+	snprintf(name, sizeof name, "bbx-%s", verb);
 	argv[1] = name;
 	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
 	if (n > 0) {
@@ -35,5 +49,7 @@ int main(int argc, char **argv)
 		}
 	}
 	execvp(name, argv + 1);
+	if (errno == ENOENT)
+		errx(2, "'%s' is not a bbx verb (run, undo, log, diff, policy; bbx --help)", verb);
 	err(2, "%s", name);
 }

@@ -31,6 +31,9 @@ EXTRA_DIST += tests/e2e/t-policy.sh
 # effective policy of a fixture using every key, the blob, bbx-run's refusal, explain
 TESTS += tests/e2e/t-policy-parse.sh
 EXTRA_DIST += tests/e2e/t-policy-parse.sh tests/policy
+# every tool's command line: --help, --version, unknown options, the dispatcher
+TESTS += tests/e2e/t-cli.sh
+EXTRA_DIST += tests/e2e/t-cli.sh
 # the forensic tools: bbx-log (views, filters, JSON, OCSF, follow) and bbx-diff
 TESTS += tests/e2e/t-log.sh tests/e2e/t-diff.sh
 EXTRA_DIST += tests/e2e/t-log.sh tests/e2e/t-diff.sh
