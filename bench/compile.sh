@@ -2,14 +2,21 @@
 # SPDX-License-Identifier: MIT
 # bench/compile.sh - the build workload: configure + make -j2 of real C projects, under
 # every variant of lib.sh, alternating.  Projects (BENCH_BUILD_PROJECTS, default
-# "bbx sqlite"): bbx itself from a `git archive` of HEAD (autoreconf'd once, untimed), and
-# the SQLite autoconf tarball shipped in the npm package sqlite3 (deps/sqlite-autoconf-*),
-# fetched once with `npm pack` into bench/.cache; skipped with a message if it is absent
-# and the registry cannot be reached.
+# "zlib lua bbx sqlite"):
+#   zlib    configure + make -j2 of zlib (the issue's anchor), Debian's orig tarball
+#   lua     make -j2 of Lua 5.4 (the issue's other anchor), Debian's orig tarball
+#   bbx     bbx itself from a `git archive` of HEAD (autoreconf'd once, untimed)
+#   sqlite  the SQLite autoconf tarball shipped in the npm package sqlite3
+#           (deps/sqlite-autoconf-*), fetched with `npm pack`
+# Each tarball is fetched once into bench/.cache (BENCH_CACHE); a project whose tarball
+# is absent and cannot be fetched is skipped with a message.
 # Usage: bench/compile.sh [ROUNDS]
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-$ROUNDS}
 SQLITE_NPM=${BENCH_SQLITE_NPM:-sqlite3@6.0.1}
+DEBIAN_POOL=${BENCH_DEBIAN_POOL:-http://deb.debian.org/debian/pool/main}
+ZLIB_ORIG=${BENCH_ZLIB_ORIG:-z/zlib/zlib_1.2.13.dfsg.orig.tar.bz2}
+LUA_ORIG=${BENCH_LUA_ORIG:-l/lua5.4/lua5.4_5.4.4.orig.tar.gz}
 setup() { cp -a "$W/tpl" "$WD"; }
 teardown() { discard "$WD"; }
 
@@ -27,7 +34,20 @@ sqlite_tarball() {
 	[ -n "$t" ] && echo "$t"
 }
 
-for p in ${BENCH_BUILD_PROJECTS:-bbx sqlite}; do
+# debian_tarball POOL-PATH: the cached copy of a tarball from Debian's archive (the one
+# network this machine class reaches besides npm), fetched once.
+debian_tarball() {
+	local t="$CACHE/${1##*/}"
+	if [ ! -s "$t" ]; then
+		mkdir -p "$CACHE"
+		echo "compile: fetching ${1##*/} once into $CACHE" >&2
+		curl -sSf --max-time 120 -o "$t.part" "$DEBIAN_POOL/$1" && mv "$t.part" "$t" ||
+			{ rm -f "$t.part"; return 1; }
+	fi
+	echo "$t"
+}
+
+for p in ${BENCH_BUILD_PROJECTS:-zlib lua bbx sqlite}; do
 	rm -rf "$W/tpl"
 	mkdir -p "$W/tpl"
 	case $p in
@@ -40,11 +60,20 @@ for p in ${BENCH_BUILD_PROJECTS:-bbx sqlite}; do
 			continue
 		fi
 		tar -xzf "$t" -C "$W/tpl" --strip-components=1 ;;
+	zlib | lua)
+		orig=$ZLIB_ORIG; [ "$p" = lua ] && orig=$LUA_ORIG
+		if ! t=$(debian_tarball "$orig"); then
+			echo "compile: no $p tarball in $CACHE and $DEBIAN_POOL unreachable: $p skipped" >&2
+			continue
+		fi
+		tar -xf "$t" -C "$W/tpl" --strip-components=1 ;;
 	*) echo "compile: unknown project $p" >&2; exit 2 ;;
 	esac
-	# SQLite's configure (autosetup) has no -q
+	# SQLite's configure (autosetup) has no -q; Lua has no configure (its Makefile
+	# guesses the platform)
 	q=; [ "$p" = bbx ] && q=-q
 	build="./configure $q >/dev/null && make -j2 >/dev/null"
+	[ "$p" = lua ] && build="make -j2 >/dev/null"
 	echo "build-$p: $(find "$W/tpl" -name '*.c' | wc -l) C files, timed: $build" >&2
 	bench "build-$p" sh -c "$build"
 	table "build-$p"
