@@ -68,12 +68,60 @@ static int partial_roots(const struct bbx_pol_hdr *p)
 	return 0;
 }
 
+/* One prefix into bbx_rfilt.pfx (shim.h).  0, or -1 when the table would be too full. */
+static int pfx_put(uint32_t h, int whole)
+{
+	uint32_t k = h & ~3u, v = k | 1u | (whole ? 2u : 0u);
+	for (unsigned j = bbx_rf_pfx_home(h);; j = (j + 1) & (BBX_RF_PFX_SLOTS - 1)) {
+		uint32_t *e = &bbx_rfilt.pfx[j];
+		if (!*e) {
+			if (++bbx_rfilt.npfx > BBX_RF_PFX_MAX)
+				return -1;
+			*e = v;
+			return 0;
+		}
+		if ((*e & ~3u) == k) {
+			*e |= v & 2u; /* a root and another's prefix: the root wins */
+			return 0;
+		}
+	}
+}
+
+/* Every deny_read root's component prefixes, and the root itself: all of them, whatever
+ * the rule's flags (a root the general path skips only makes the filter send more
+ * reads its way).  A root that is not absolute (none is, compiled), or more prefixes than
+ * fit: no table, the second byte alone decides. */
+static void pfx_build(const struct bbx_pol_hdr *p)
+{
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	for (uint32_t i = 0; i < p->n_rules; i++) {
+		if (r[i].section != BBX_PS_DENY_READ)
+			continue;
+		const char *v = bbx_pol_str(p, r[i].value);
+		uint32_t h = BBX_RF_FNV0, len = r[i].value_len;
+		if (len < 2 || v[0] != '/')
+			goto none;
+		for (uint32_t k = 0; k < len; k++) {
+			if (v[k] == '/' && k > 0 && pfx_put(h, 0))
+				goto none;
+			h = bbx_rf_fnv(h, (unsigned char)v[k]);
+		}
+		if (pfx_put(h, 1))
+			goto none;
+	}
+	return;
+none:
+	memset(bbx_rfilt.pfx, 0, sizeof bbx_rfilt.pfx);
+	bbx_rfilt.npfx = 0;
+}
+
 /* shim.h, struct bbx_rfilt.  Not built (the general path decides every read) when a
  * root is too large to list or the index cannot answer for the words. */
 static void rfilt_build(const struct bbx_pol_hdr *p)
 {
 	if (partial_roots(p) || !bbx_pol_read_byte1(p, bbx_rfilt.words))
 		return;
+	pfx_build(p);
 	const struct bbx_pol_inode *in = bbx_pol_inodes(p);
 	for (uint32_t i = 0; i < p->n_inodes; i++) {
 		unsigned b = bbx_rf_ino_bit(in[i].ino);

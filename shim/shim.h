@@ -296,17 +296,78 @@ static inline int bbx_reads_checked(void) { return bbx_reads_policed() && !bbx_g
  *   words: the second byte of every deny_read root (bbx_pol_read_byte1): an absolute
  *     path whose second byte is none of them is under no root by its words, as
  *     bbx_read_pre would find;
+ *   pfx: the roots' words as a table of component prefixes ("/home", "/home/ann",
+ *     "/home/ann/.ssh" the root itself): a path whose second byte is some root's (the
+ *     workspace and the secrets both under $HOME, the common case) is cleared at its
+ *     first component prefix no root begins with (bbx_rf_walk).  npfx 0: not built
+ *     (more prefixes than fit), the second byte alone decides;
  *   ino: a 1024-bit Bloom filter of the listed inodes' numbers: a reached object whose
  *     number misses it is no listed inode, as bbx_pol_read_inode would find.
  * ready: 1 once built (the policy has deny_read roots, the index answers for them and
  * none is too large to list); exact: the policy's reads_exact. */
+#define BBX_RF_PFX_SLOTS 64
+#define BBX_RF_PFX_MAX 44 /* entries, so a probe meets an empty slot soon */
 struct bbx_rfilt {
 	int ready, exact;
 	long mark; /* bbx_mark() once known (0 before: the general path learns it) */
 	uint64_t words[4];
 	uint64_t ino[16];
+	/* a prefix's 32-bit FNV-1a hash with its two low bits replaced: bit 0 set (an
+	 * entry), bit 1 set when the prefix is a whole root.  0: empty slot. */
+	uint32_t npfx, pfx[BBX_RF_PFX_SLOTS];
 };
 extern struct bbx_rfilt bbx_rfilt;
+
+#define BBX_RF_FNV0 2166136261u
+static inline uint32_t bbx_rf_fnv(uint32_t h, unsigned char c)
+{
+	return (h ^ c) * 16777619u;
+}
+
+static inline unsigned bbx_rf_pfx_home(uint32_t h)
+{
+	return (h * 0x9e3779b1u) >> 26; /* 0..63 */
+}
+
+/* 0: no root begins with the prefix hashed to h; 1: some root begins with it; 2: it is
+ * a root (or a hash shared with one: the general path decides). */
+static inline int bbx_rf_pfx(uint32_t h)
+{
+	uint32_t k = h & ~3u;
+	for (unsigned j = bbx_rf_pfx_home(h);; j = (j + 1) & (BBX_RF_PFX_SLOTS - 1)) {
+		uint32_t v = bbx_rfilt.pfx[j];
+		if (!v)
+			return 0;
+		if ((v & ~3u) == k)
+			return v & 2 ? 2 : 1;
+	}
+}
+
+/* 1: the absolute path reaches, component by component, a prefix no deny_read root
+ * begins with, before any root and any "", "." or ".." component (those, and a path
+ * that reaches a root, go the general way: 0).  A path that is a proper prefix of roots
+ * ("/home/ann" itself) is under none of them.  Hashes collide only towards 0 or on: a
+ * prefix of a real root is always found. */
+static inline int bbx_rf_walk(const char *path)
+{
+	uint32_t h = bbx_rf_fnv(BBX_RF_FNV0, '/');
+	size_t s = 1; /* where the current component starts */
+	for (size_t i = 1;; i++) {
+		unsigned char c = (unsigned char)path[i];
+		if (c == '/' || !c) {
+			size_t n = i - s;
+			if (!n || (path[s] == '.' && (n == 1 || (n == 2 && path[s + 1] == '.'))))
+				return 0;
+			int k = bbx_rf_pfx(h);
+			if (k != 1)
+				return k == 0;
+			if (!c)
+				return 1;
+			s = i + 1;
+		}
+		h = bbx_rf_fnv(h, c);
+	}
+}
 
 static inline int bbx_rf_ready(void)
 {
@@ -320,7 +381,9 @@ static inline int bbx_rf_words(const char *path)
 	if (path[0] != '/')
 		return 1;
 	unsigned char b1 = (unsigned char)path[1];
-	return !(bbx_rfilt.words[b1 >> 6] >> (b1 & 63) & 1);
+	if (!(bbx_rfilt.words[b1 >> 6] >> (b1 & 63) & 1))
+		return 1;
+	return bbx_rfilt.npfx && bbx_rf_walk(path);
 }
 
 static inline unsigned bbx_rf_ino_bit(uint64_t ino)

@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 85
+plan 105
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -175,6 +175,63 @@ done
 run "$ENFORCE" sh -c "cat $OUT/existing && stat -c %s $OUT/existing && stat -L -c %i $OUT/key"
 [ "$(head -2 "$T_TMP/o" | tr '\n' ' ')" = "keep 5 " ] && said "bbx: refused read of"
 okv "read filter: an allowed open and stat under another first component work; stat -L of the symlink is refused"
+# The prefix walk (shim.h, bbx_rf_walk): the workspace and the root share their first
+# components here ($T_TMP), as a project and ~/.ssh share /home/ann.  Paths beside the
+# root are cleared where they leave the roots' prefixes; the root itself, a name that
+# only extends the root's ("$FAKEHOME/.sshx"), "..", "." and "" after a cleared or a
+# shared component, and a symlink beside the root must each get the right answer.
+# (python3 makes many opens before the script's: the run's mark is known by then, so
+# its open takes the inline openat2 of bbx_rf_open when the words clear the path.)
+mkdir -p "$FAKEHOME/pub" "$FAKEHOME/.sshx"
+echo notes >"$FAKEHOME/notes"
+echo sibling >"$FAKEHOME/.sshx/f"
+ln -sf "$FAKEHOME/.ssh/id_rsa" "$FAKEHOME/lnk"
+for how in "allow:notes=$FAKEHOME/notes" "allow:sibling=$FAKEHOME/.sshx/f" \
+	"deny:inroot=$FAKEHOME/.ssh/id_rsa" \
+	"deny:dotdot=$FAKEHOME/pub/../.ssh/id_rsa" "deny:dot=$FAKEHOME/./.ssh/id_rsa" \
+	"deny:empty=$FAKEHOME//.ssh/id_rsa" "deny:symlink=$FAKEHOME/lnk" \
+	"deny:root=$FAKEHOME/.ssh" "deny:rootslash=$FAKEHOME/.ssh/"; do
+	want=${how%%:*} label=${how#*:} label=${label%%=*} verb=allowed
+	[ "$want" = allow ] || verb=refused
+	for call in open stat; do
+		run "$ENFORCE" python3 -c "
+import os, sys
+try:
+    if sys.argv[1] == 'open' and not sys.argv[3].startswith('root'):
+        print(open(sys.argv[2]).read().strip())
+    elif sys.argv[1] == 'open':
+        print(os.listdir(sys.argv[2]))
+    else:
+        print('ino', os.stat(sys.argv[2]).st_ino)
+except PermissionError:
+    print('refused')" "$call" "${how#*=}" "$label"
+		if [ "$want" = allow ]; then
+			! said '^refused' >/dev/null 2>&1 && { grep -q -e '^notes$' -e '^sibling$' -e '^ino' "$T_TMP/o"; }
+		else
+			! grep -q "$SECRET" "$T_TMP/o" && ! grep -q -e '^ino' -e "'id_rsa'" "$T_TMP/o" &&
+				said '^refused'
+		fi
+		okv "read filter, shared prefix: $call of $label: $verb"
+	done
+done
+# More roots than the prefix table holds (BBX_RF_PFX_MAX): no table, the second byte
+# alone clears, the general path decides the rest - the same answers.
+MANY=$(pol many "[general]\nmode = enforce\n[paths]\nwrite = \${WORKSPACE}\n$(for i in $(seq 60); do printf 'deny_read = %s/d%s\\n' "$FAKEHOME" "$i"; done)deny_read = $FAKEHOME/.ssh\n")
+mkdir -p "$FAKEHOME/d7"
+echo "$SECRET" >"$FAKEHOME/d7/k"
+run "$MANY" python3 -c "
+import sys
+out = []
+for p in sys.argv[1:]:
+    try:
+        out.append(open(p).read().strip())
+    except PermissionError:
+        out.append('refused')
+print(' '.join(out))" "$FAKEHOME/notes" "$FAKEHOME/d7/k" "$FAKEHOME/.ssh/id_rsa"
+said '^notes refused refused$'; okv "read filter, 61 deny_read roots (no prefix table): the same answers"
+rm -f "$FAKEHOME/lnk"
+stat_home=$(cd "$W" && HOME="$FAKEHOME" bbx-run --quiet --policy "$ENFORCE" --journal "$T_TMP/j.home" -- stat -c %i "$FAKEHOME" 2>&1)
+[ "$stat_home" = "$(stat -c %i "$FAKEHOME")" ]; ok $? "read filter, shared prefix: stat of the roots' parent itself: allowed"
 run "$ENFORCE" python3 -c "
 import os
 try:

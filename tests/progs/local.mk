@@ -23,3 +23,6 @@ tests_progs_verify_run_LDADD = tools/libbbxtool.la
 # connect-bench: ns per connect(2), with and without the shim (README figure)
 check_PROGRAMS += tests/progs/connect-bench
 tests_progs_connect_bench_SOURCES = tests/progs/connect-bench.c
+# readloop stat|open N PATH: N read-only calls, for callgrind's per-call counts (t-cost.sh).
+check_PROGRAMS += tests/progs/readloop
+tests_progs_readloop_SOURCES = tests/progs/readloop.c
