@@ -9,7 +9,8 @@
 # /bin/true, us per start.  The layers column needs a C compiler ($CC, default cc).
 # Usage: bench/micro.sh [ROUNDS]   (BENCH_MICRO_ARGS: default "-b 9 -n 20000";
 #                                    BENCH_SPAWN_N: default 2000;
-#                                    BENCH_CPU: pin every variant to that CPU)
+#                                    BENCH_CPU: pin every variant to that CPU;
+#                                    BENCH_MICRO_HOME=1: $HOME beside the files)
 # BENCH_CPU: on a shared VM the CPUs can differ by 40 % in system-call cost, and a run
 # lands on either; pinned, the variants meet the same one (taskset, util-linux).
 . "$(dirname "$0")/lib.sh"
@@ -19,26 +20,33 @@ M="$B/bench/micro"
 ARGS=${BENCH_MICRO_ARGS:--b 9 -n 20000}
 SN=${BENCH_SPAWN_N:-2000}
 PIN=${BENCH_CPU:+taskset -c $BENCH_CPU}
+# BENCH_MICRO_HOME=1: every variant runs with $HOME set to the bench's directory, so the
+# default policy's deny_read roots ($HOME/.ssh, ...) share their first components with
+# the files the calls name - a project under $HOME, the common layout, where the read
+# filter walks the roots' prefixes (shim.h, bbx_rf_walk) instead of clearing a path by
+# its second byte.
+H=()
+[ -n "${BENCH_MICRO_HOME:-}" ] && H=(env HOME="$W")
 mkdir -p "$W/d"
 # EMPTY: lib.sh's empty library, when BENCH_VARIANTS has layers (the default)
 for _ in $(seq "$ROUNDS"); do
 	# shellcheck disable=SC2086
-	$PIN "$M" $ARGS "$W/d" >>"$W/m.bare"
+	"${H[@]}" $PIN "$M" $ARGS "$W/d" >>"$W/m.bare"
 	if [ -n "$EMPTY" ]; then
 		rm -rf "$J"
 		# shellcheck disable=SC2086
-		BBX_SHIM=$EMPTY $PIN $BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.layers"
+		BBX_SHIM=$EMPTY "${H[@]}" $PIN $BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.layers"
 	fi
 	rm -rf "$J"
 	# shellcheck disable=SC2086
-	$PIN $BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.bbx"
+	"${H[@]}" $PIN $BBX_RUN --journal "$J" -- "$M" $ARGS "$W/d" >>"$W/m.bbx"
 	echo $(($(stat -c %s "$J/journal") / 1024)) >>"$W/jk"
 	rm -rf "$J"
 	$PIN "$M" -s "$SN" >>"$W/s.bare"
 	$PIN $BBX_RUN --journal "$J" -- "$M" -s "$SN" >>"$W/s.bbx"
 	rm -rf "$J"
 done
-echo "micro: $M $ARGS DIR, $ROUNDS rounds alternating bare/layers/bbx${PIN:+ ($PIN)}; ns per call (median)"
+echo "micro: $M $ARGS DIR, $ROUNDS rounds alternating bare/layers/bbx${PIN:+ ($PIN)}${H:+, HOME=$W}; ns per call (median)"
 printf '%-32s %9s %9s %9s %7s %9s %9s\n' op bare_ns layers_ns bbx_ns ratio layers+ shim+
 awk '$1 == "op" {print $2}' "$W/m.bare" | awk '!s[$0]++' | while read -r op; do
 	awk -v o="$op" '$1 == "op" && $2 == o {print $3}' "$W/m.bare" >"$W/a"
