@@ -32,10 +32,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef PACKAGE_VERSION
-#define PACKAGE_VERSION "0"
-#endif
-
 static void usage(FILE *f)
 {
 	fprintf(f,
