@@ -192,6 +192,7 @@ static int init_state; /* 0 idle, 1 running, 2 done */
 
 int bbx_open_run(void)
 {
+	bbx_fork_hooks(); /* before open_state can be 1 in a fork's copy */
 	int expect = 0;
 	if (__atomic_compare_exchange_n(&open_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
@@ -304,6 +305,42 @@ static void atfork_child(void)
 	bbx_run_ids_forked();
 }
 
+/* The fork handlers, registered on first need rather than at start-up: registering
+ * writes two pages of libc's data (its handler list and lock) that a process which
+ * never forks nor opens the run never touches otherwise, two page faults in every
+ * /bin/true, cc1 or sed of a run (perf, page faults by address; issue 5, spawn).  Needed
+ * from the moment a process holds anything a child must fix or would wait on forever:
+ * before it opens the run (open_state, bbx_status, the ids, PROC) and before it creates
+ * the scratch key (journal/capture.c), and before a fork through the wrapper below, so
+ * that atfork_prepare opens the run once in a shell that forks without mutating.  A
+ * fork that bypasses the wrapper (glibc's own daemon() and forkpty()) in a process that
+ * has done neither leaves a child with nothing to fix.
+ *
+ * Registered late, the handlers run after those registered before them: a library
+ * whose child handler mutates a file, before ours fixed the child's ids, would record
+ * it under the parent's pid.  No library we know of does. */
+BBX_HOT static int fork_hooks_done;
+
+void bbx_fork_hooks(void)
+{
+	if (__builtin_expect(__atomic_load_n(&fork_hooks_done, __ATOMIC_ACQUIRE), 1))
+		return;
+	static int claim;
+	if (__atomic_exchange_n(&claim, 1, __ATOMIC_ACQ_REL)) {
+		while (!__atomic_load_n(&fork_hooks_done, __ATOMIC_ACQUIRE))
+			__builtin_ia32_pause();
+		return;
+	}
+	pthread_atfork(atfork_prepare, NULL, atfork_child);
+	__atomic_store_n(&fork_hooks_done, 1, __ATOMIC_RELEASE);
+}
+
+BBX_EXPORT pid_t fork(void)
+{
+	bbx_fork_hooks();
+	return BBX_REAL(fork)();
+}
+
 void bbx_flush_pending(void)
 {
 	/* Nothing waits unless the run is open (bbx_status, on a page the loader wrote
@@ -341,7 +378,6 @@ void bbx_init(void)
 	bbx_guard = 1;
 	choose_run();
 	bbx_env_init();
-	pthread_atfork(atfork_prepare, NULL, atfork_child);
 	bbx_guard = g;
 	errno = saved;
 	__atomic_store_n(&bbx_inited, 1, __ATOMIC_RELEASE);

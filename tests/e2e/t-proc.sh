@@ -13,7 +13,7 @@
 # each was.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
-plan 31
+plan 33
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -221,6 +221,57 @@ grep -q '"type": "EXEC"' "$T_TMP/recs.ids" && [ -s "$W/dash.pid" ]
 ok $? "... the run recorded them (dash ran)"
 [ "$(grep -c '"argv": \["/bin/true", "dash-child' "$T_TMP/recs.ids")" = 2 ]
 ok $? "... both of dash's vforked children have an EXEC"
+
+# Fork children after the parent opened the run (issue 5: the shim's fork handlers are
+# registered on first need, shim/init.c, no longer at start-up: before the run is
+# opened, before the scratch key is made, and in the shim's fork()).  Each parent
+# creates x.parent (its first record: the run is opened), forks, and the child creates
+# x: the child's records carry its own pid and the parent's as ppid, its PROC first.
+# callwrap fork goes through the shim's fork(); python's pty.fork() through glibc's
+# forkpty(), whose fork bypasses it: there only the registration at opening holds
+# (without it, the child's CREATE went under the parent's pid, with no PROC).
+cat >"$T_TMP/ptyfork.py" <<'PY'
+import os, pty, sys
+x = sys.argv[1]
+open(x + ".parent", "w").close()
+pid, fd = pty.fork()
+if pid == 0:
+    open(x, "w").close()
+    os._exit(0)
+os.waitpid(pid, 0)
+print("child", pid)
+PY
+for how in callwrap pty; do
+	J6="$T_TMP/j.fork.$how"
+	rm -f "$W/x" "$W/x.parent"
+	if [ $how = callwrap ]; then
+		out=$(cd "$W" && bbx-run -q --journal "$J6" -- "$BBX_BUILDDIR/tests/progs/callwrap" fork "$W/x" 2>&1)
+	else
+		out=$(cd "$W" && bbx-run -q --journal "$J6" -- "$PY" "$T_TMP/ptyfork.py" "$W/x" 2>&1)
+	fi
+	child=${out#child }
+	"$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$J6/journal" >"$T_TMP/recs.fork"
+	"$PY" - "$T_TMP/recs.fork" "$child" "$W/x" >"$T_TMP/chk" 2>&1 <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]  # journal order (a PROC takes its seq after the record it precedes)
+child, x = int(sys.argv[2]), sys.argv[3]
+par = [r for r in recs if r["type"] == "CREATE" and r.get("path") == x + ".parent"]
+kid = [r for r in recs if r["type"] == "CREATE" and r.get("path") == x]
+assert len(par) == 1 and len(kid) == 1, (par, kid)
+parent = par[0]["hpid"]
+mine = [r for r in recs if r["hpid"] == child]
+bad = []
+if kid[0]["hpid"] != child or kid[0]["hppid"] != parent or child == parent:
+    bad.append(("child's CREATE", kid[0]["hpid"], kid[0]["hppid"], child, parent))
+if not mine or mine[0]["type"] != "PROC" or mine[0]["hppid"] != parent:
+    bad.append(("child's first record", mine[:1]))
+print(bad)
+sys.exit(1 if bad else 0)
+PY
+	r=$?
+	[ $r -ne 0 ] && { echo "# $how: $out" >&2; sed 's/^/#   /' "$T_TMP/chk" | head -20 >&2; }
+	ok $r "fork ($how) after the parent's first record: the child's records carry its own pid, its PROC first"
+done
 
 # RESULTs held back (journal/run.h): a RESULT goes out with its thread's next record, or
 # at the latest when the process forks, execs or ends (exit, _exit).  Every creation

@@ -1633,6 +1633,33 @@ static int c_wait(int argc, char **argv)
 	return wait(&st) < 0 ? errno : child_status(st);
 }
 
+/* fork PATH: creates PATH.parent (the first record of this process, which opens the run
+ * and so registers the shim's fork handlers, shim/init.c), then forks; the child creates
+ * PATH and ends, the parent waits for it and prints "child PID".  The child's records
+ * must carry its own pid, after a PROC naming this process as its parent (t-proc). */
+static int c_fork(int argc, char **argv)
+{
+	(void)argc;
+	char first[PATH_MAX];
+	snprintf(first, sizeof first, "%s.parent", argv[0]);
+	int pfd = creat(first, 0644);
+	if (pfd < 0)
+		return errno;
+	close(pfd);
+	pid_t pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		int fd = creat(argv[0], 0644);
+		_exit(fd < 0 ? 1 : 0);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0)
+		return errno;
+	printf("child %ld\n", (long)pid);
+	return child_status(st);
+}
+
 /* waitpid CMD */
 static int c_waitpid(int argc, char **argv)
 {
@@ -1846,6 +1873,7 @@ static const struct call {
 	{"_exit", c__exit, 1, "PATH"},
 	{"_Exit", c__Exit, 1, "PATH"},
 	{"popen", c_popen, 1, "CMD [MODE]"},
+	{"fork", c_fork, 1, "PATH"},
 	{"wait", c_wait, 1, "CMD"},
 	{"waitpid", c_waitpid, 1, "CMD"},
 	{"wait3", c_wait3, 1, "CMD"},
