@@ -38,6 +38,7 @@ BBX_HOT static int scratch_key_state; /* 0 none, 1 being created, 2 ready, 3 una
 static void scratch_free(void *p)
 {
 	bbx_run_defer_release(&((struct bbx_scratch *)p)->defer);
+	bbx_dtab_free(p);
 	if (scratch_tls == p)
 		scratch_tls = NULL;
 	munmap(p, sizeof(struct bbx_scratch));
@@ -789,6 +790,7 @@ static int create_record(struct bbx_run *run, const char *op, const char *path, 
 	if (pseudo_fs(path))
 		return 0;
 	pend->seq = 0;
+	pend->pgen = 0;
 	if (in_journal_dir(run, path))
 		return -EACCES;
 	/* A second name for a journal file would let it be changed.  (Only its parent can
@@ -816,6 +818,13 @@ static int create_record(struct bbx_run *run, const char *op, const char *path, 
 	pend->kind = kind;
 	pend->excl = how == BBX_HOW_EXCL;
 	pend->path = path;
+	/* A new directory in one whose words the policy proved in this epoch (opened by
+	 * exactly these words, no symlink on the way): once made, its own words are proved
+	 * too (bbx_cap_done).  The next creation in it then needs no getcwd, no opening of
+	 * the directory and no fstat (git's object shards, tar -x, npm; issue 5). */
+	const char *sl = kind == BBX_KIND_DIR ? strrchr(path, '/') : NULL;
+	if (sl && sl[1] && bbx_stat_memo_kname(path, sl == path ? 1 : (size_t)(sl - path)))
+		pend->pgen = bbx_dname_gen();
 	return 0;
 }
 
@@ -854,6 +863,12 @@ void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend,
 	uint64_t rseq = bbx_state_next_seq(run->st);
 	int erc = pend->excl && ret < 0 ? bbx_run_emit(run, &e, rseq)
 					: bbx_run_emit_later(run, &e, rseq);
+	/* The directory made where the words led, in a namespace generation nothing has
+	 * changed since its parent was proved: the words name it (the lstat above made the
+	 * call's own lookup, bbx_at_set). */
+	if (have && ret == 0 && pend->kind == BBX_KIND_DIR && pend->pgen && pend->path &&
+	    S_ISDIR(sb.st_mode) && pend->pgen == bbx_dname_gen())
+		bbx_dname_put(pend->path, &sb, pend->pgen);
 	if (erc == 0 && have && pend->kind != BBX_KIND_HARDLINK) {
 		raise_to(run, &sb, BBX_LVL_CREATED);
 		if (fd >= 0)

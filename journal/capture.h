@@ -30,6 +30,22 @@
 #define BBX_MEMO_SLOTS 6
 #define BBX_MEMO_PATH 496
 #define BBX_DNAME_SLOTS 4
+/* The proofs the four slots above give up when another directory takes its slot, kept
+ * for a process that works in many directories at once (git writes each object into
+ * one of 256 shard directories at random: with four slots alone, nearly every object
+ * cost a getcwd and an openat2, fstat and close of its directory; issue 5, edit).
+ * Mapped on the first eviction, never populated: a page is touched per ~16 directories
+ * kept.  Entries by inode number; a second index by the words' hash answers
+ * bbx_dname_known.  Paths of BBX_DTAB_PATH bytes or more are not kept. */
+#define BBX_DTAB_N 512
+#define BBX_DTAB_PATH 232
+struct bbx_dtab {
+	uint16_t pidx[2 * BBX_DTAB_N]; /* hash of the words -> entry + 1 (0: none) */
+	struct bbx_dtab_e {
+		uint64_t dev, ino, gen;
+		char path[BBX_DTAB_PATH];
+	} e[BBX_DTAB_N];
+};
 struct bbx_stat_memo {
 	uint64_t epoch; /* bbx_stat_epoch when taken; 0: empty */
 	int follow, ret, err;
@@ -49,10 +65,11 @@ struct bbx_scratch {
 	uint64_t cwd_gen, cwd_dev, cwd_ino;
 	char cwd[PATH_MAX];
 	struct bbx_defer defer; /* RESULTs waiting for the thread's next record (run.h) */
-	struct bbx_dname { /* directory descriptors' names learnt (path.c) */
+	struct bbx_dname { /* directories' names learnt (path.c) */
 		uint64_t dev, ino, gen;
 		char path[BBX_MEMO_PATH];
 	} dname[BBX_DNAME_SLOTS];
+	struct bbx_dtab *dtab; /* the proofs these slots gave up, or NULL (path.c) */
 	struct bbx_at { /* the call's own relative forms of its targets (bbx_at_set) */
 		uint64_t epoch;
 		int fd;
@@ -127,6 +144,8 @@ void bbx_fdid_forget(int lo, int hi);
 uint64_t bbx_dname_gen(void);
 void bbx_dname_put(const char *p, const struct stat *sb, uint64_t gen);
 int bbx_dname_known(const char *p, struct stat *sb);
+/* Unmaps a thread's table of kept proofs (its scratch's end). */
+void bbx_dtab_free(struct bbx_scratch *s);
 /* Before a call that may change which directory a path reaches (rename, rmdir, symlink
  * creation): every proof of the run is void. */
 void bbx_nsgen_bump(void);
@@ -179,6 +198,8 @@ struct bbx_pending {
 	int excl;	  /* the CREATE said how=excl: a failure's RESULT is written at once */
 	const char *path; /* points into the caller's buffer; NULL once it is not valid */
 	uint64_t dev, ino; /* a hard link's: its source's identity (bbx_cap_link), ino 0: none */
+	uint64_t pgen;	   /* a directory's: the namespace generation its parent's words were
+			    * proved in before the call (bbx_dname), 0: not proved */
 };
 
 /* Before creating path (mkdir, mknod, mkfifo, symlink, link, mkstemp).  kind is a

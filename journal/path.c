@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 int bbx_path_fd(int fd, char *out, size_t cap)
@@ -76,6 +77,57 @@ void bbx_nsgen_bump(void)
 		__atomic_add_fetch(g, 1, __ATOMIC_ACQ_REL);
 }
 
+static uint32_t dtab_hash(const char *p)
+{
+	uint32_t h = 2166136261u;
+	for (; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h;
+}
+
+/* Keeps the proof d, which its slot is giving up, in the table (mapped here the first
+ * time). */
+static void dtab_keep(struct bbx_scratch *s, const struct bbx_dname *d)
+{
+	size_t l = strlen(d->path);
+	if (l >= BBX_DTAB_PATH)
+		return;
+	if (!s->dtab) {
+		void *m = mmap(NULL, sizeof *s->dtab, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			return;
+		s->dtab = m;
+	}
+	uint32_t i = (uint32_t)(d->ino % BBX_DTAB_N);
+	struct bbx_dtab_e *e = &s->dtab->e[i];
+	e->dev = d->dev;
+	e->ino = d->ino;
+	e->gen = d->gen;
+	memcpy(e->path, d->path, l + 1);
+	s->dtab->pidx[dtab_hash(e->path) % (2 * BBX_DTAB_N)] = (uint16_t)(i + 1);
+}
+
+void bbx_dtab_free(struct bbx_scratch *s)
+{
+	if (s->dtab)
+		munmap(s->dtab, sizeof *s->dtab);
+	s->dtab = NULL;
+}
+
+/* The words proved for the directory (dev, ino) in generation gen, or NULL. */
+static const char *dname_by_id(const struct bbx_scratch *s, uint64_t dev, uint64_t ino,
+			       uint64_t gen)
+{
+	const struct bbx_dname *d = &s->dname[ino % BBX_DNAME_SLOTS];
+	if (d->gen == gen && d->ino == ino && d->dev == dev)
+		return d->path;
+	const struct bbx_dtab_e *e = s->dtab ? &s->dtab->e[ino % BBX_DTAB_N] : NULL;
+	if (e && e->gen == gen && e->ino == ino && e->dev == dev)
+		return e->path;
+	return NULL;
+}
+
 void bbx_dname_put(const char *p, const struct stat *sb, uint64_t gen)
 {
 	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
@@ -83,19 +135,22 @@ void bbx_dname_put(const char *p, const struct stat *sb, uint64_t gen)
 	if (!s || !gen || !S_ISDIR(sb->st_mode) || l >= sizeof s->dname[0].path)
 		return;
 	struct bbx_dname *d = &s->dname[sb->st_ino % BBX_DNAME_SLOTS];
+	if (d->gen == gen && (d->ino != sb->st_ino || d->dev != sb->st_dev))
+		dtab_keep(s, d); /* another directory's proof, still good */
 	d->dev = sb->st_dev;
 	d->ino = sb->st_ino;
 	d->gen = gen;
 	memcpy(d->path, p, l + 1);
 }
 
-/* d's proof still holds: the generation it was made in, and p reaching it now. */
-static int dname_holds(const struct bbx_dname *d, const char *p, struct stat *sb)
+/* A proof (gen, dev, ino) of the words p still holds: the generation it was made in,
+ * and p reaching that directory now. */
+static int dname_holds(uint64_t dgen, uint64_t dev, uint64_t ino, const char *p,
+		       struct stat *sb)
 {
 	uint64_t gen = bbx_dname_gen();
-	if (!gen || d->gen != gen ||
-	    bbx_sys_fstatat(AT_FDCWD, p, sb, AT_SYMLINK_NOFOLLOW) ||
-	    sb->st_ino != d->ino || sb->st_dev != d->dev)
+	if (!gen || dgen != gen || bbx_sys_fstatat(AT_FDCWD, p, sb, AT_SYMLINK_NOFOLLOW) ||
+	    sb->st_ino != ino || sb->st_dev != dev)
 		return 0;
 	bbx_stat_memo_put(p, 2, 0, 0, sb); /* the kernel's own name, this directory's stat */
 	return 1;
@@ -106,10 +161,18 @@ int bbx_dname_known(const char *p, struct stat *sb)
 	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
 	if (!s)
 		return 0;
-	for (int i = 0; i < BBX_DNAME_SLOTS; i++)
-		if (s->dname[i].ino && !strcmp(s->dname[i].path, p))
-			return dname_holds(&s->dname[i], p, sb);
-	return 0;
+	for (int i = 0; i < BBX_DNAME_SLOTS; i++) {
+		const struct bbx_dname *d = &s->dname[i];
+		if (d->ino && !strcmp(d->path, p))
+			return dname_holds(d->gen, d->dev, d->ino, p, sb);
+	}
+	if (!s->dtab)
+		return 0;
+	unsigned k = s->dtab->pidx[dtab_hash(p) % (2 * BBX_DTAB_N)];
+	const struct bbx_dtab_e *e = k ? &s->dtab->e[k - 1] : NULL;
+	if (!e || !e->ino || strcmp(e->path, p))
+		return 0;
+	return dname_holds(e->gen, e->dev, e->ino, p, sb);
 }
 
 /* The name of the directory open as fd.  readlink of /proc/self/fd/N is the dearest
@@ -137,12 +200,11 @@ static int dir_name(int fd, char *out, size_t cap)
 	struct stat fb;
 	if (!s || bbx_sys_fstatat(fd, "", &fb, AT_EMPTY_PATH) || !S_ISDIR(fb.st_mode))
 		return bbx_path_fd(fd, out, cap);
-	struct bbx_dname *d = &s->dname[fb.st_ino % BBX_DNAME_SLOTS];
-	size_t l = strlen(d->path);
 	uint64_t gen = bbx_dname_gen();
-	if (gen && d->gen == gen && d->ino == fb.st_ino && d->dev == fb.st_dev && l &&
-	    l < cap) {
-		memcpy(out, d->path, l + 1);
+	const char *kept = gen ? dname_by_id(s, fb.st_dev, fb.st_ino, gen) : NULL;
+	size_t l = kept ? strlen(kept) : 0;
+	if (l && l < cap) {
+		memcpy(out, kept, l + 1);
 		bbx_stat_memo_put(out, 2, 0, 0, &fb); /* the name, this directory's stat */
 		return 0;
 	}
@@ -211,10 +273,9 @@ static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t c
 		}
 		if (e || !S_ISDIR(sb.st_mode))
 			return 0;
-		/* the slot of the identity found (bbx_dname_put's key) */
-		const struct bbx_dname *d = &s->dname[sb.st_ino % BBX_DNAME_SLOTS];
-		if (d->gen != gen || d->ino != sb.st_ino || d->dev != sb.st_dev ||
-		    strcmp(d->path, par))
+		/* the proof kept for the identity found */
+		const char *kept = dname_by_id(s, sb.st_dev, sb.st_ino, gen);
+		if (!kept || strcmp(kept, par))
 			return 0;
 	}
 	memcpy(out, s->cwd, cl + 1);

@@ -21,6 +21,12 @@ if op in ("subcreate", "sedi"):
         open("d/f%d" % i, "w").write("x\n")
     # the directory's name proved once, before the measured calls
     open("d/warm", "w").close()
+if op == "shards":
+    # git's object shards: more directories in turn than a thread keeps in its four
+    # slots of proved names (journal/capture.h, bbx_dtab), each proved once before
+    for k in range(16):
+        os.makedirs("o/%02x" % k)
+        open("o/%02x/warm" % k, "w").close()
 if op == "readsym":
     os.symlink(".", "sl")
 here = os.getcwd()
@@ -46,6 +52,12 @@ for i in range(n):
         os.close(os.open(t, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o444))
         os.link(t, "o/ab/obj%d" % i)
         os.unlink(t)
+    elif op == "shards":
+        os.close(os.open("o/%02x/f%d" % (i % 16, i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    elif op == "mkdirfill":
+        # tar -x, git's new shard: a directory made, then a file created in it
+        os.mkdir("n%d" % i)
+        os.close(os.open("n%d/f" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     elif op == "subcreate":
         os.close(os.open("d/f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     elif op == "sedi":

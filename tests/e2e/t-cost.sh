@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 39
+plan 43
 
 N=100
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
@@ -84,6 +84,18 @@ budget object 905 300 "create, link and unlink in a subdirectory: 3 + 3 + 3 (was
 # openat2, fstat and close of the directory), then 4 (getcwd and an lstat by the
 # absolute words, the create by openat2 of those words).
 budget subcreate 300 100 "stat of the directory (relative), one write, fstat of the new descriptor"
+# Creates in 16 directories in turn (git's object shards, at random there): the four
+# slots of proved names give up a proof to the next directory, and the table keeps it
+# (journal/capture.h, bbx_dtab): with the slots alone, each create cost 7 (getcwd,
+# then openat2, fstat and close of the directory).
+budget shards 300 100 "as subcreate, in 16 directories in turn"
+# A directory made in one proved in the same call, then a file created in it: the new
+# directory's words are proved by its creation (capture.c, create_record and
+# bbx_cap_done): the create costs what a create in a known directory costs (it was 4
+# more: getcwd, openat2, fstat, close).  Per iteration: mkdir (lstat of the parent
+# relative, lstat of the name, one write, the RESULT's lstat), then the create (the
+# relative stat of its directory, one write, fstat of the new descriptor).
+budget mkdirfill 710 200 "mkdir (4) then a create in the new directory (3); the table of proofs mapped once"
 # sed -i: a temporary file beside each file, renamed over it.  Renaming a file moves no
 # directory, so the proofs of the run's directory names stand (capture.c,
 # bbx_cap_rename): was 14, the create and the rename each re-proving the directory.

@@ -329,6 +329,34 @@ rt_case "rename() between two hard links of one inode (a no-op)" "$W" \
 	'"$PY" -c "import os; os.rename(\"hl/a\", \"hl/b\")" && echo done > marker' \
 	'[ -f hl/a ] && [ -f hl/b ]'
 
+# Creates in 40 directories in turn: most of their proved names live in the table a
+# thread keeps beside its four slots (journal/capture.h, bbx_dtab).  Then the run renames
+# their parent and puts a symlink in its place: the old words still reach the same
+# directories, through the symlink, and every proof is void (the rename raised the
+# namespace generation).  Each creation is journaled once (the words as the call gave
+# them: a symlink inside a path is recorded as such, and the backward replay meets it
+# still in place), and the whole undoes.
+W=$(ws)
+cat >"$T_TMP/shards.py" <<'PY'
+import os
+for k in range(40):
+    os.makedirs("sh/%02d" % k)
+for r in range(3):
+    for k in range(40):
+        with open("sh/%02d/f%d" % (k, r), "w") as f:
+            f.write("%d %d\n" % (k, r))
+    if r == 0:
+        os.rename("sh", "sh2")
+        os.symlink("sh2", "sh")
+PY
+rt_case "creates in 40 directories in turn, their parent renamed and replaced by a symlink" "$W" \
+	'"$PY" "$T/shards.py"' \
+	'[ -L sh ] && [ -f sh2/39/f2 ] && [ "$(cat sh/07/f1)" = "7 1" ]'
+bbx-log --records "$RT_J" >"$T_TMP/shards.log" 2>&1
+n=$(grep -cE " CREATE [a-z0-9]+ $W/sh/[0-9]+/f[012] " "$T_TMP/shards.log")
+[ "$n" -eq 120 ]
+ok $? "... each of the 120 creations journaled once ($n)"
+
 W=$(ws)
 rt_case "perl -i, -pi.bak, -ni" "$W" \
 	'perl -i -pe "s/foo/FOO/g" src/main.c docs/guide.txt hl/a &&
