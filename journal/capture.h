@@ -34,17 +34,20 @@
  * for a process that works in many directories at once (git writes each object into
  * one of 256 shard directories at random: with four slots alone, nearly every object
  * cost a getcwd and an openat2, fstat and close of its directory; issue 5, edit).
- * Mapped on the first eviction, never populated: a page is touched per ~16 directories
- * kept.  Entries by inode number; a second index by the words' hash answers
- * bbx_dname_known.  Paths of BBX_DTAB_PATH bytes or more are not kept. */
+ * Mapped on the first eviction, never populated; every page first touched is a page
+ * fault (~20 us here), so it is dense: 32-byte entries by inode number (4 pages), the
+ * words in an arena they are appended to (~100 a page), and an index by the words'
+ * hash (one page) for bbx_dname_known.  A full arena starts over (round). */
 #define BBX_DTAB_N 512
-#define BBX_DTAB_PATH 232
+#define BBX_DTAB_ARENA (64 * 1024)
 struct bbx_dtab {
 	uint16_t pidx[2 * BBX_DTAB_N]; /* hash of the words -> entry + 1 (0: none) */
 	struct bbx_dtab_e {
 		uint64_t dev, ino, gen;
-		char path[BBX_DTAB_PATH];
+		uint32_t off, round; /* the words at arena + off, valid in this round */
 	} e[BBX_DTAB_N];
+	uint32_t used, round;
+	char arena[BBX_DTAB_ARENA];
 };
 struct bbx_stat_memo {
 	uint64_t epoch; /* bbx_stat_epoch when taken; 0: empty */

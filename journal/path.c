@@ -90,22 +90,35 @@ static uint32_t dtab_hash(const char *p)
 static void dtab_keep(struct bbx_scratch *s, const struct bbx_dname *d)
 {
 	size_t l = strlen(d->path);
-	if (l >= BBX_DTAB_PATH)
-		return;
 	if (!s->dtab) {
 		void *m = mmap(NULL, sizeof *s->dtab, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (m == MAP_FAILED)
 			return;
 		s->dtab = m;
+		s->dtab->round = 1;
+	}
+	struct bbx_dtab *t = s->dtab;
+	if (l + 1 > BBX_DTAB_ARENA - t->used) {
+		t->used = 0; /* full: every entry of the last round lapses */
+		t->round++;
 	}
 	uint32_t i = (uint32_t)(d->ino % BBX_DTAB_N);
-	struct bbx_dtab_e *e = &s->dtab->e[i];
+	struct bbx_dtab_e *e = &t->e[i];
 	e->dev = d->dev;
 	e->ino = d->ino;
 	e->gen = d->gen;
-	memcpy(e->path, d->path, l + 1);
-	s->dtab->pidx[dtab_hash(e->path) % (2 * BBX_DTAB_N)] = (uint16_t)(i + 1);
+	e->off = t->used;
+	e->round = t->round;
+	memcpy(t->arena + t->used, d->path, l + 1);
+	t->used += (uint32_t)(l + 1);
+	t->pidx[dtab_hash(d->path) % (2 * BBX_DTAB_N)] = (uint16_t)(i + 1);
+}
+
+/* The words of entry e, or NULL when it lapsed or was never made. */
+static const char *dtab_words(const struct bbx_dtab *t, const struct bbx_dtab_e *e)
+{
+	return e->round == t->round && e->ino ? t->arena + e->off : NULL;
 }
 
 void bbx_dtab_free(struct bbx_scratch *s)
@@ -124,7 +137,7 @@ static const char *dname_by_id(const struct bbx_scratch *s, uint64_t dev, uint64
 		return d->path;
 	const struct bbx_dtab_e *e = s->dtab ? &s->dtab->e[ino % BBX_DTAB_N] : NULL;
 	if (e && e->gen == gen && e->ino == ino && e->dev == dev)
-		return e->path;
+		return dtab_words(s->dtab, e);
 	return NULL;
 }
 
@@ -170,7 +183,8 @@ int bbx_dname_known(const char *p, struct stat *sb)
 		return 0;
 	unsigned k = s->dtab->pidx[dtab_hash(p) % (2 * BBX_DTAB_N)];
 	const struct bbx_dtab_e *e = k ? &s->dtab->e[k - 1] : NULL;
-	if (!e || !e->ino || strcmp(e->path, p))
+	const char *w = e ? dtab_words(s->dtab, e) : NULL;
+	if (!w || strcmp(w, p))
 		return 0;
 	return dname_holds(e->gen, e->dev, e->ino, p, sb);
 }

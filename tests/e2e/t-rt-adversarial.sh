@@ -357,6 +357,35 @@ n=$(grep -cE " CREATE [a-z0-9]+ $W/sh/[0-9]+/f[012] " "$T_TMP/shards.log")
 [ "$n" -eq 120 ]
 ok $? "... each of the 120 creations journaled once ($n)"
 
+# 600 directories with 150-byte names, each written to three times in turn, through a
+# descriptor of the directory: their proved words (90 KB) overflow the table's arena
+# (64 KiB), which starts over; an entry of the lapsed round must not lend its old offset
+# to new words.  Words taken from the wrong place journal the creations under wrong
+# paths (with the round check removed, the run itself fails).
+W=$(ws)
+cat >"$T_TMP/longdirs.py" <<'PY'
+import os
+names = ["ld/%03d-%s" % (k, "x" * 140) for k in range(600)]
+for n in names:
+    os.makedirs(n)
+for r in range(3):
+    for n in names:
+        # relative to a descriptor of the directory (rm -r, find -delete, openat): its
+        # name is the one the table gives for its identity (journal/path.c, dir_name)
+        d = os.open(n, os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open("f%d" % r, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=d)
+        os.write(fd, (n[:6] + "\n").encode())
+        os.close(fd)
+        os.close(d)
+PY
+rt_case "600 directories with long names in turn (the table's arena starts over)" "$W" \
+	'"$PY" "$T/longdirs.py"' \
+	'[ "$(ls ld | wc -l)" = 600 ] && [ -f "ld/599-$(printf "x%.0s" $(seq 140))/f2" ]'
+bbx-log --records "$RT_J" >"$T_TMP/longdirs.log" 2>&1
+n=$(grep -cE " CREATE [a-z0-9]+ $W/ld/[0-9]{3}-x{140}/f[012] " "$T_TMP/longdirs.log")
+[ "$n" -eq 1800 ]
+ok $? "... each of the 1800 creations journaled once, under its own directory ($n)"
+
 W=$(ws)
 rt_case "perl -i, -pi.bak, -ni" "$W" \
 	'perl -i -pe "s/foo/FOO/g" src/main.c docs/guide.txt hl/a &&
