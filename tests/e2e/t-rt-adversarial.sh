@@ -329,62 +329,52 @@ rt_case "rename() between two hard links of one inode (a no-op)" "$W" \
 	'"$PY" -c "import os; os.rename(\"hl/a\", \"hl/b\")" && echo done > marker' \
 	'[ -f hl/a ] && [ -f hl/b ]'
 
-# Creates in 40 directories in turn: most of their proved names live in the table a
-# thread keeps beside its four slots (journal/capture.h, bbx_dtab).  Then the run renames
-# their parent and puts a symlink in its place: the old words still reach the same
-# directories, through the symlink, and every proof is void (the rename raised the
-# namespace generation).  Each creation is journaled once (the words as the call gave
-# them: a symlink inside a path is recorded as such, and the backward replay meets it
-# still in place), and the whole undoes.
-W=$(ws)
-cat >"$T_TMP/shards.py" <<'PY'
-import os
-for k in range(40):
-    os.makedirs("sh/%02d" % k)
+# Creations in many directories in turn (journal/capture.h, bbx_dtab: the proofs of
+# their names the thread's four slots give up).  dirsturn.py N LEN MODE: N directories
+# under t/ with names of LEN bytes, three files created in each, in turn.  MODE rename:
+# after the first pass the run renames t to t2 and puts a symlink t in its place (the old
+# words reach the same directories through it; the rename voids every proof).  MODE fd:
+# the files are created relative to a descriptor of their directory, whose name
+# (journal/path.c, dir_name) is the table's words for its identity, taken as they are.
+cat >"$T_TMP/dirsturn.py" <<'PY'
+import os, sys
+n, width, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+names = ["t/%03d%s" % (k, "x" * (width - 3)) for k in range(n)]
+for d in names:
+    os.makedirs(d)
 for r in range(3):
-    for k in range(40):
-        with open("sh/%02d/f%d" % (k, r), "w") as f:
-            f.write("%d %d\n" % (k, r))
-    if r == 0:
-        os.rename("sh", "sh2")
-        os.symlink("sh2", "sh")
-PY
-rt_case "creates in 40 directories in turn, their parent renamed and replaced by a symlink" "$W" \
-	'"$PY" "$T/shards.py"' \
-	'[ -L sh ] && [ -f sh2/39/f2 ] && [ "$(cat sh/07/f1)" = "7 1" ]'
-bbx-log --records "$RT_J" >"$T_TMP/shards.log" 2>&1
-n=$(grep -cE " CREATE [a-z0-9]+ $W/sh/[0-9]+/f[012] " "$T_TMP/shards.log")
-[ "$n" -eq 120 ]
-ok $? "... each of the 120 creations journaled once ($n)"
-
-# 600 directories with 150-byte names, each written to three times in turn, through a
-# descriptor of the directory: their proved words (90 KB) overflow the table's arena
-# (64 KiB), which starts over; an entry of the lapsed round must not lend its old offset
-# to new words.  Words taken from the wrong place journal the creations under wrong
-# paths (with the round check removed, the run itself fails).
-W=$(ws)
-cat >"$T_TMP/longdirs.py" <<'PY'
-import os
-names = ["ld/%03d-%s" % (k, "x" * 140) for k in range(600)]
-for n in names:
-    os.makedirs(n)
-for r in range(3):
-    for n in names:
-        # relative to a descriptor of the directory (rm -r, find -delete, openat): its
-        # name is the one the table gives for its identity (journal/path.c, dir_name)
-        d = os.open(n, os.O_RDONLY | os.O_DIRECTORY)
-        fd = os.open("f%d" % r, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=d)
-        os.write(fd, (n[:6] + "\n").encode())
+    for d in names:
+        if mode == "fd":
+            dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+            fd = os.open("f%d" % r, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dfd)
+            os.close(dfd)
+        else:
+            fd = os.open("%s/f%d" % (d, r), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, ("%s %d\n" % (d[2:5], r)).encode())
         os.close(fd)
-        os.close(d)
+    if r == 0 and mode == "rename":
+        os.rename("t", "t2")
+        os.symlink("t2", "t")
 PY
-rt_case "600 directories with long names in turn (the table's arena starts over)" "$W" \
-	'"$PY" "$T/longdirs.py"' \
-	'[ "$(ls ld | wc -l)" = 600 ] && [ -f "ld/599-$(printf "x%.0s" $(seq 140))/f2" ]'
-bbx-log --records "$RT_J" >"$T_TMP/longdirs.log" 2>&1
-n=$(grep -cE " CREATE [a-z0-9]+ $W/ld/[0-9]{3}-x{140}/f[012] " "$T_TMP/longdirs.log")
-[ "$n" -eq 1800 ]
-ok $? "... each of the 1800 creations journaled once, under its own directory ($n)"
+# dirsturn DESC N LEN MODE CHECK: the round trip, then each of the 3N creations
+# journaled once, by the words the call gave (a symlink inside them stays: the backward
+# replay meets it still in place).
+dirsturn() {
+	local W n
+	W=$(ws)
+	rt_case "$1" "$W" "\"\$PY\" \"\$T/dirsturn.py\" $2 $3 $4" "$5"
+	bbx-log --records "$RT_J" >"$T_TMP/dirsturn.log" 2>&1
+	n=$(grep -cE " CREATE [a-z0-9]+ $W/t/[0-9]{3}x*/f[012] " "$T_TMP/dirsturn.log")
+	[ "$n" -eq $(($2 * 3)) ]
+	ok $? "... each of the $(($2 * 3)) creations journaled once, under its own directory ($n)"
+}
+dirsturn "creates in 40 directories in turn, their parent renamed and replaced by a symlink" \
+	40 3 rename '[ -L t ] && [ -f t2/039/f2 ] && [ "$(cat t/007/f1)" = "007 1" ]'
+# 600 names of 150 bytes: 90 KB of words overflow the arena (64 KiB), which starts over;
+# an entry of the lapsed round must not lend its offset to new words (with the round
+# check removed, the run itself fails).
+dirsturn "600 directories with long names in turn, through descriptors (the table's arena starts over)" \
+	600 150 fd '[ "$(ls t | wc -l)" = 600 ] && [ "$(cat t/599x*/f2)" = "599 2" ]'
 
 W=$(ws)
 rt_case "perl -i, -pi.bak, -ni" "$W" \
