@@ -20,6 +20,10 @@
 #                    cost of preloading any library, the floor under the bbx row
 #   BENCH_BBX_RUN    the bbx invocation before "--journal DIR -- CMD" (default "$B/tools/bbx-run -q");
 #                    set it to add a policy option once bbx-run has one
+#   BENCH_OLD_BUILDDIR  another built tree (e.g. a git worktree of an earlier commit):
+#                    the variant "old" runs its bbx-run, beside this tree's "bbx", so that
+#                    a change is measured old against new in one alternating run
+#                    (BENCH_VARIANTS="bare old bbx"); its ratio is to bare, as bbx's
 #   BENCH_TMPDIR     where the work directory goes (default: the build tree; not /tmp,
 #                    which installwatch never backs up)
 #   BENCH_CACHE      one-time downloads (default bench/.cache in the source tree)
@@ -112,6 +116,9 @@ ACTIVE=
 for v in $VARIANTS; do
 	case $v in
 	bare | bbx) ACTIVE="$ACTIVE $v" ;;
+	old)
+		if [ -x "${BENCH_OLD_BUILDDIR:-}/tools/bbx-run" ]; then ACTIVE="$ACTIVE $v"
+		else echo "bench: BENCH_OLD_BUILDDIR has no built tools/bbx-run, variant old skipped" >&2; fi ;;
 	layers)
 		if [ -n "$EMPTY" ]; then ACTIVE="$ACTIVE $v"
 		else echo "bench: no C compiler for the layers variant's empty library, skipped" >&2; fi ;;
@@ -131,6 +138,7 @@ vrun() {
 	case $v in
 	bare) "$@" ;;
 	bbx) $BBX_RUN --journal "$J" -- "$@" ;;
+	old) "$BENCH_OLD_BUILDDIR/tools/bbx-run" -q --journal "$J" -- "$@" ;;
 	layers) BBX_SHIM=$EMPTY $BBX_RUN --journal "$J" -- "$@" ;;
 	installwatch) mkdir -p "$IW" && installwatch -b -r "$IW" -o "$IW/log" "$@" ;;
 	fakeroot) fakeroot -- "$@" ;;
@@ -152,7 +160,7 @@ kib() { du -sk "$1" 2>/dev/null | cut -f1 || echo 0; }
 # bash that calls vrun (the same extra bash start in every variant, outside bbx-run).
 if [ -x /usr/bin/time ]; then
 	export -f vrun
-	export BBX_RUN J IW EMPTY
+	export BBX_RUN J IW EMPTY BENCH_OLD_BUILDDIR
 	VRUN=(/usr/bin/time -f %R -o "$W/flt" bash -c 'vrun "$@"' vrun)
 else
 	VRUN=(vrun)
