@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * state.c - shared run state (see state.h). */
 #include "state.h"
+#include "hot.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -176,6 +178,22 @@ int bbx_state_unfinished(int fd)
 	return got >= 0 && (magic == 0 || magic == BBX_STATE_MAGIC);
 }
 
+/* The head page, mapped writable in one call.  Every mapper reads it (the magic) and
+ * writes it (the sequence counter, the journal lock): touched, a MAP_SHARED file page
+ * faults twice (read, then the filesystem's write notification), and a fork child
+ * that inherits no page table entries for this mapping faults once more; each fault
+ * costs ~20-40 us here, the call ~10 (issue 5; bench/micro -f).  Before Linux 5.14
+ * madvise refuses the advice, and the page faults in as it always did.  By the
+ * instruction (sys.h): libc's madvise would cost a fork child a fault on its page. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; glibc 2.36 has it, older headers not */
+#endif
+static void head_populate(struct bbx_state *st, size_t size)
+{
+	(void)bbx_sys_raw4(SYS_madvise, (long)st, (long)(size < BBX_STATE_HEAD ? size : BBX_STATE_HEAD),
+			   MADV_POPULATE_WRITE, 0);
+}
+
 int bbx_state_map(const char *path, struct bbx_state **out)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -197,6 +215,7 @@ int bbx_state_map(const char *path, struct bbx_state **out)
 		rc = -errno;
 		goto out;
 	}
+	head_populate(st, (size_t)sb.st_size);
 	if (st->magic != BBX_STATE_MAGIC || st->nslots == 0 ||
 	    (st->nslots & (st->nslots - 1)) != 0 || state_len(st) > (size_t)sb.st_size) {
 		munmap(st, (size_t)sb.st_size);
@@ -219,6 +238,7 @@ void bbx_state_prefault(struct bbx_state *st)
 {
 	_Static_assert(sizeof(pthread_mutex_t) + sizeof(uint64_t) <= LOCK_SPAN,
 		       "the lock's span has room for the word written here");
+	head_populate(st, BBX_STATE_HEAD);
 	__atomic_fetch_add(&st->seq, 0, __ATOMIC_RELAXED);
 	pthread_mutex_t *mu = bbx_state_lock(st);
 	if (mu)
@@ -276,11 +296,41 @@ static uint32_t probe_next(struct probe *p, int n)
 		      p->mask;
 }
 
+/* The slot pages this process mapped writable in one call (slot_page_ready).  A hint
+ * only: a bit set wrongly (another state file mapped at the same address, a fork child,
+ * which inherits the bits but no page table entries for a MAP_SHARED mapping) costs
+ * the page faults every lookup paid before, nothing else.  In the data page the loader
+ * writes anyway (hot.h): a page of .bss of their own would cost the fault they save. */
+BBX_HOT static struct bbx_state *ready_map;
+BBX_HOT static uint64_t ready_bits[32];
+
+/* A lookup is most often followed by a raise of the same slot (the first change of a
+ * file): a read fault, then the filesystem's write fault on the same page, ~45 us here.
+ * One populating call maps the page writable at once for ~10 (head_populate). */
+static void slot_page_ready(struct bbx_state *st, const struct bbx_state_slot *s)
+{
+	size_t pg = (size_t)((const char *)s - (const char *)st) / 4096;
+	if (pg >= 64 * (sizeof ready_bits / sizeof ready_bits[0]))
+		return;
+	if (__atomic_load_n(&ready_map, __ATOMIC_ACQUIRE) != st) {
+		for (size_t w = 0; w < sizeof ready_bits / sizeof ready_bits[0]; w++)
+			__atomic_store_n(&ready_bits[w], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&ready_map, st, __ATOMIC_RELEASE);
+	}
+	uint64_t bit = (uint64_t)1 << (pg % 64);
+	if (__atomic_load_n(&ready_bits[pg / 64], __ATOMIC_RELAXED) & bit ||
+	    __atomic_fetch_or(&ready_bits[pg / 64], bit, __ATOMIC_RELAXED) & bit)
+		return;
+	(void)bbx_sys_raw4(SYS_madvise, (long)((const char *)st + pg * 4096), 4096,
+			   MADV_POPULATE_WRITE, 0);
+}
+
 /* Slot keys use ino+1 so that inode 0 (never valid, but cheap to be safe) is not "empty". */
 int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino)
 {
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	struct probe pr;
+	slot_page_ready(st, &slots(st)[probe_first(&pr, st, dev, ino)]);
 	for (uint32_t n = 0, i = probe_first(&pr, st, dev, ino); n < MAXPROBE;
 	     i = probe_next(&pr, (int)++n)) {
 		struct bbx_state_slot *s = &slots(st)[i];

@@ -127,11 +127,15 @@ int bbx_state_unfinished(int fd);
 int bbx_state_map(const char *path, struct bbx_state **out);
 void bbx_state_unmap(struct bbx_state *st);
 
-/* Touches the header page and the journal lock's page with a write that changes
+/* Maps the head page writable in one call (madvise MADV_POPULATE_WRITE, Linux 5.14),
+ * then touches the header page and the journal lock's page with a write that changes
  * nothing.  A read fault on a MAP_SHARED file page maps it read-only, and the first
  * write then faults again (the filesystem's dirty tracking); a process about to write a
  * record (an exec's, in a fork child that has no page table entries for this mapping)
- * calls this first and pays one fault per page instead of two (issue 5, spawn cost). */
+ * calls this first and pays one system call for the head page instead of two faults,
+ * or one fault per page where the kernel refuses the advice (issue 5, spawn cost).
+ * bbx_state_map does the same for the head page, and bbx_state_level for the page of
+ * the slots it looks at, once per page and process. */
 void bbx_state_prefault(struct bbx_state *st);
 uint64_t bbx_state_next_seq(struct bbx_state *st);
 /* Level recorded for (dev, ino); BBX_LVL_NONE if absent. */

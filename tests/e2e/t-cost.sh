@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 43
+plan 44
 
 N=100
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
@@ -28,7 +28,13 @@ cost() {
 	local b j
 	b=$(between "$T_TMP/bare.st" | wc -l)
 	j=$(between "$T_TMP/bbx.st" | wc -l)
-	EXTRA=$(((j - b) * 100 / N))
+	# The madvise that maps a page of the state's slot table writable, once per page a
+	# process's lookups reach (journal/state.c, slot_page_ready: one call for the read
+	# fault and the write fault it saves), is counted apart: which case's files first
+	# reach a page is chance (a page holds the slots of BBX_STATE_GROUP neighbouring inode
+	# numbers).  budget allows 10 per 100 calls.
+	POPS=$(between "$T_TMP/bbx.st" | grep -c 'MADV_POPULATE_WRITE')
+	EXTRA=$(((j - POPS - b) * 100 / N))
 	# A journaled run that failed, or whose trace lacks the calls the bare one made, is
 	# no measure: every budget fails rather than pass on a short count.
 	if [ $rc -ne 0 ] || [ "$j" -lt "$b" ] || ! grep -q 'BBX-COST-END' "$T_TMP/bbx.st"; then
@@ -45,7 +51,8 @@ cost() {
 # budget OP MAX_EXTRA MAX_WRITES DESC (both x100 per call)
 budget() {
 	cost "$1"
-	[ "$EXTRA" -le "$2" ]; ok $? "$1: at most $(($2 / 100)).$(printf %02d $(($2 % 100))) system calls added per call ($EXTRA/100): $4"
+	[ "$EXTRA" -le "$2" ] && [ "$POPS" -le 10 ]
+	ok $? "$1: at most $(($2 / 100)).$(printf %02d $(($2 % 100))) system calls added per call ($EXTRA/100, and $POPS/100 madvise of a slot page): $4"
 	# A journaled kind of call writes its record: at most one write, and not none.
 	[ "$WRITES" -le "$3" ] && { [ "$3" -eq 0 ] || [ "$WRITES" -ge 100 ]; }
 	ok $? "$1: $(($3 / 100)).$(printf %02d $(($3 % 100))) journal writes per call ($WRITES/100)"
@@ -121,11 +128,14 @@ budget readsym 200 0 "openat2 refused (ELOOP), then fstat of the descriptor"
 # twice (the fork handler's, for the child's later records, and the exec record's own,
 # which a vfork child sharing its parent's memory needs), and the EXEC record's one
 # write; the first exec of a program also reads its ELF header (5 calls), which the run
-# then remembers (state.h, program table).
+# then remembers (state.h, program table).  And one madvise that maps the state file's
+# head page writable (journal/state.c, head_populate): the child inherits no page table
+# entries for that shared mapping, and the call costs ~10 us here where the page fault
+# it replaces cost ~20-40 (issue 5).
 child_calls() {
 	python3 - "$1" <<'EOF'
 import re, sys
-calls, writes, done = {}, {}, set()
+calls, writes, pops, done = {}, {}, {}, set()
 for line in open(sys.argv[1]):
     m = re.match(r"(\d+) +(.*)", line)
     if not m or m.group(2).startswith(("<...", "+++", "---")):
@@ -138,19 +148,22 @@ for line in open(sys.argv[1]):
     else:
         calls[pid] = calls.get(pid, 0) + 1
         writes[pid] = writes.get(pid, 0) + call.startswith("write(900,")
+        pops[pid] = pops.get(pid, 0) + ("MADV_POPULATE_WRITE" in call)
 kids = [calls.get(p, 0) for p in done]
 print(sum(kids) * 100 // max(len(kids), 1), len(kids), max([writes.get(p, 0) for p in done] or [0]),
-      min([writes.get(p, 0) for p in done] or [0]))
+      min([writes.get(p, 0) for p in done] or [0]),
+      min([pops.get(p, 0) for p in done] or [0]), max([pops.get(p, 0) for p in done] or [0]))
 EOF
 }
 LOOP='for i in $(seq 20); do /bin/true; done'
 w=$(new_ws)
 (cd "$w" && strace -f -o "$T_TMP/fb.st" bash -c "$LOOP")
 (cd "$w" && strace -f -o "$T_TMP/fj.st" bbx-run --quiet --journal "$T_TMP/j.fork" -- bash -c "$LOOP")
-read -r fb nb _ _ < <(child_calls "$T_TMP/fb.st")
-read -r fj nj wmax wmin < <(child_calls "$T_TMP/fj.st")
+read -r fb nb _ _ _ _ < <(child_calls "$T_TMP/fb.st")
+read -r fj nj wmax wmin pmin pmax < <(child_calls "$T_TMP/fj.st")
 diag "fork child before exec: $fb/100 system calls bare, $fj/100 under bbx ($nb, $nj children)"
-[ "$nb" -eq 20 ] && [ "$nj" -eq 20 ] && [ $((fj - fb)) -le 750 ]; ok $? "fork child before exec: at most 7.50 system calls added ($(((fj - fb) / 100)).$(printf %02d $(((fj - fb) % 100)))): stat, getcwd, two clocks, getpid twice, one write, the ELF header once per program"
+[ "$nb" -eq 20 ] && [ "$nj" -eq 20 ] && [ $((fj - fb)) -le 850 ]; ok $? "fork child before exec: at most 8.50 system calls added ($(((fj - fb) / 100)).$(printf %02d $(((fj - fb) % 100)))): stat, getcwd, two clocks, getpid twice, one write, one madvise, the ELF header once per program"
+[ "$pmin" -eq 1 ] && [ "$pmax" -eq 1 ]; ok $? "fork child before exec: the state's head page mapped by one madvise, not faulted in ($pmin..$pmax per child)"
 [ "$wmax" -eq 1 ] && [ "$wmin" -eq 1 ]; ok $? "fork child before exec: the EXEC record is the child's one journal write ($wmin..$wmax per child)"
 
 # A run starts its command with one exec: bbx-run's child loads the shim with dlopen
