@@ -164,6 +164,11 @@ struct bbx_scratch *bbx_scratch(void);
 /* The same, but mapped without faulting its pages in (MAP_POPULATE is what bbx_scratch
  * does): for the fork handler, which maps it only for the children to inherit. */
 struct bbx_scratch *bbx_scratch_lazy(void);
+/* The thread's scratch made writable in one call (madvise MADV_POPULATE_WRITE): for a
+ * fork child's first capture, which writes ~10 of its 14 pages, each a page fault of its
+ * own (the parent's copy-on-write pages, or none where the fork handler mapped it
+ * without populating it; shim/init.c, bbx_capture_ready_slow). */
+void bbx_scratch_populate(void);
 /* In a fork child: unblocks what a thread of the parent left half-done. */
 void bbx_scratch_atfork_child(void);
 

@@ -325,6 +325,11 @@ static void slot_page_ready(struct bbx_state *st, const struct bbx_state_slot *s
 			   MADV_POPULATE_WRITE, 0);
 }
 
+void bbx_state_forget_ready(void)
+{
+	__atomic_store_n(&ready_map, NULL, __ATOMIC_RELEASE);
+}
+
 /* Slot keys use ino+1 so that inode 0 (never valid, but cheap to be safe) is not "empty". */
 int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino)
 {
@@ -351,6 +356,7 @@ int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	uint64_t want = d | (uint64_t)lvl << 56;
 	struct probe pr;
+	slot_page_ready(st, &slots(st)[probe_first(&pr, st, dev, ino)]); /* a creation's */
 	for (uint32_t n = 0, i = probe_first(&pr, st, dev, ino); n < MAXPROBE;
 	     i = probe_next(&pr, (int)++n)) {
 		struct bbx_state_slot *s = &slots(st)[i];

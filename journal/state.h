@@ -138,6 +138,9 @@ void bbx_state_unmap(struct bbx_state *st);
  * the slots it looks at, once per page and process. */
 void bbx_state_prefault(struct bbx_state *st);
 uint64_t bbx_state_next_seq(struct bbx_state *st);
+/* Forgets which slot pages this process mapped (bbx_state_level): for a fork child,
+ * which inherits none of a MAP_SHARED mapping's page table entries. */
+void bbx_state_forget_ready(void);
 /* Level recorded for (dev, ino); BBX_LVL_NONE if absent. */
 int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino);
 /* Raises (dev, ino) to at least lvl.  Returns 0, or -ENOSPC if the table is full (the

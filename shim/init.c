@@ -19,7 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <sys/wait.h>
 
@@ -226,15 +230,31 @@ int bbx_open_run(void)
  * libc's hash tables and a copy of our GOT page, ~7 page faults per child (perf), and the
  * binding is lost at the exec.  Calling each once here binds it in the parent, and every
  * child inherits the bound slot.  The arguments are hidden from the compiler so that it
- * emits the calls (rather than folding them as builtins); every call is harmless. */
+ * emits the calls (rather than folding them as builtins); every call is harmless.
+ *
+ * Likewise what a subshell's redirection reaches (LD_DEBUG=bindings, a bash child of
+ * "( echo x > f )": getcwd, in every such child; a truncation's preserved copy adds
+ * flistxattr, ioctl (FICLONE), copy_file_range and, the run's first, mkdir of the objects
+ * directory; a PROC record's buffer, munmap) and an exec's first look at a program
+ * (pread and getxattr of its header), and the journal lock's trylock.  Bound in the
+ * child, the one getcwd cost 9 page faults there (ld.so's resolver and its extended
+ * state on the stack, the lookup through bash's, libtinfo's and libc's tables; perf).
+ * Each call below fails at once (a bad descriptor, an empty name, a 1-byte buffer, a
+ * length of 0). */
 static void prebind(void)
 {
 	const char *a = "a", *b = "b";
 	size_t one = 1;
-	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(one));
-	volatile int sink = strcmp(a, b) + strncmp(a, b, one) + memcmp(a, b, one) +
-			    (memchr(a, 'a', one) != NULL) + (strchr(a, 'a') != NULL) +
-			    (strrchr(a, 'a') != NULL) + (int)strnlen(a, one);
+	int bad = -1;
+	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(one), "+r"(bad));
+	char c;
+	volatile long sink = strcmp(a, b) + strncmp(a, b, one) + memcmp(a, b, one) +
+			     (memchr(a, 'a', one) != NULL) + (strchr(a, 'a') != NULL) +
+			     (strrchr(a, 'a') != NULL) + (int)strnlen(a, one);
+	sink += getcwd(&c, one) != NULL;
+	sink += pread(bad, &c, one, 0) + getxattr("", "", &c, one) + flistxattr(bad, &c, one);
+	sink += ioctl(bad, 0) + copy_file_range(bad, NULL, bad, NULL, one, 0);
+	sink += munmap(NULL, 0) + mkdir("", 0); /* a PROC's own buffer; the objects directory */
 	(void)sink;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -245,6 +265,8 @@ static void prebind(void)
 	ts.tv_sec = 0;
 	ts.tv_nsec = 0;
 	if (pthread_mutex_clocklock(&m, CLOCK_REALTIME, &ts) == 0)
+		pthread_mutex_unlock(&m);
+	if (pthread_mutex_trylock(&m) == 0)
 		pthread_mutex_unlock(&m);
 }
 
@@ -293,8 +315,20 @@ static void atfork_prepare(void)
 /* fork() while another thread was half-way through opening the run (or starting up):
  * that thread does not exist in the child, which would wait for it forever.  The child
  * starts those steps over. */
+BBX_HOT int bbx_child_fresh;
+
+void bbx_capture_ready_slow(void)
+{
+	__atomic_store_n(&bbx_child_fresh, 0, __ATOMIC_RELAXED);
+	bbx_scratch_populate();
+	bbx_state_forget_ready();
+	if (bbx_run.st)
+		bbx_state_prefault(bbx_run.st);
+}
+
 static void atfork_child(void)
 {
+	bbx_child_fresh = 1; /* in the page written below anyway (hot.h) */
 	if (__atomic_load_n(&open_state, __ATOMIC_ACQUIRE) == 1) {
 		bbx_status = BBX_STATUS_CLOSED;
 		__atomic_store_n(&open_state, 0, __ATOMIC_RELEASE);

@@ -118,7 +118,7 @@ BBX_EXPORT int renameat2(int ofd, const char *from, int nfd, const char *to, uns
 		struct bbx_pending pend_ = {0};                                             \
 		int rc_ = (check);                                                          \
 		if (!rc_)                                                                   \
-			rc_ = bbx_usable();                                                 \
+			rc_ = bbx_usable_mut();                                             \
 		if (!rc_)                                                                   \
 			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
 		if (!rc_ && (path)[0] != '/')                                               \

@@ -74,7 +74,7 @@ static inline int may_mutate(int flags)
 		int again_ = 0;                                                             \
 	open_again_:;                                                                       \
 		struct bbx_pending pend_ = {0};                                             \
-		int rc_ = bbx_usable();                                                     \
+		int rc_ = bbx_usable_mut();                                                 \
 		bbx_run_last_seq = 0;                                                       \
 		if (!rc_)                                                                   \
 			rc_ = bbx_path_abs((dirfd), (path), bbx_tp.a, PATH_MAX);            \
@@ -217,7 +217,7 @@ static int fmode_flags(const char *m)
 		if ((flags) < 0 || !may_mutate(flags) || !bbx_enter(&saved_))              \
 			return realcall;                                                    \
 		struct bbx_pending pend_ = {0};                                             \
-		int rc_ = bbx_usable();                                                     \
+		int rc_ = bbx_usable_mut();                                                 \
 		bbx_run_last_seq = 0;                                                       \
 		if (!rc_)                                                                   \
 			rc_ = bbx_path_abs(AT_FDCWD, (path), bbx_tp.a, PATH_MAX);           \
@@ -265,7 +265,7 @@ static FILE *do_freopen(const char *op, FILE *(*real)(const char *, const char *
 	if (fl < 0 || !may_mutate(fl) || !bbx_enter(&saved))
 		return real(path, mode, stream);
 	struct bbx_pending pend = {0};
-	int rc = bbx_usable();
+	int rc = bbx_usable_mut();
 	bbx_run_last_seq = 0;
 	if (!rc)
 		rc = path ? bbx_path_abs(AT_FDCWD, path, bbx_tp.a, PATH_MAX)

@@ -197,6 +197,24 @@ static inline int bbx_usable(void)
 	return bbx_scratch() ? 0 : -ENOMEM;
 }
 
+/* Set by the fork child handler (init.c): this process is a fork child that has not
+ * captured yet.  Its first capture then maps in one call each what it is about to write
+ * page by page: the scratch the parent mapped for its children without populating it,
+ * and the state file's head page, of which the child inherited no page table entry
+ * (bbx_capture_ready_slow; a bash subshell's "> file" wrote ~10 scratch pages and took
+ * 2 faults on the head page, ~20 us a fault here against ~8 per page populated). */
+extern int bbx_child_fresh;
+void bbx_capture_ready_slow(void);
+
+/* bbx_usable() for a mutation (not for an exec, which writes one page of the scratch). */
+static inline int bbx_usable_mut(void)
+{
+	int rc = bbx_usable();
+	if (!rc && __builtin_expect(__atomic_load_n(&bbx_child_fresh, __ATOMIC_RELAXED), 0))
+		bbx_capture_ready_slow();
+	return rc;
+}
+
 /* The common wrapper body (STYLE.md) for calls that return -1 and set errno: guard,
  * capture (an expression giving 0 or -errno, evaluated with the guard held and only
  * when this thread can journal), the real call with the caller's errno in place, and
@@ -209,7 +227,7 @@ static inline int bbx_usable(void)
 		int saved_;                                                                 \
 		if (!bbx_enter(&saved_))                                                    \
 			return realcall;                                                    \
-		int rc_ = bbx_usable();                                                     \
+		int rc_ = bbx_usable_mut();                                             \
 		bbx_run_last_seq = 0;                                                       \
 		if (!rc_)                                                                   \
 			rc_ = (capture);                                                    \

@@ -70,7 +70,7 @@ BBX_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
 		int saved_;                                                                 \
 		if (!bbx_enter(&saved_))                                                    \
 			return realcall;                                                    \
-		int rc_ = bbx_usable();                                                     \
+		int rc_ = bbx_usable_mut();                                                 \
 		if (!rc_)                                                                   \
 			rc_ = cap_resize(opname, NULL, (fd), (off) + (len), 0);             \
 		if (rc_) {                                                                  \
@@ -151,7 +151,7 @@ static int do_fcntl(const char *op, int (*real)(int, int, ...), int fd, int cmd,
 	int fl = real(fd, F_GETFL);
 	int rc = 0;
 	if (fl >= 0 && (fl & O_APPEND) && (fl & O_ACCMODE) != O_RDONLY) {
-		rc = bbx_usable();
+		rc = bbx_usable_mut();
 		if (!rc)
 			rc = bbx_cap_fdwrite(&bbx_run, op, fd, 1);
 	}

@@ -40,7 +40,7 @@ static int gen_temp(const char *op, char *tmpl, int suffixlen, int flags, int di
 		return -1;
 	}
 	char *x = tmpl + len - 6 - suffixlen;
-	int rc = bbx_usable();
+	int rc = bbx_usable_mut();
 	if (rc)
 		return bbx_refuse(rc);
 	for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -113,7 +113,7 @@ static FILE *do_tmpfile(const char *op, FILE *(*real)(void))
 	if (!bbx_enter(&saved))
 		return real();
 	struct bbx_pending pend;
-	int rc = bbx_usable();
+	int rc = bbx_usable_mut();
 	if (!rc)
 		rc = bbx_cap_create(&bbx_run, op, P_tmpdir, BBX_KIND_ANON, 0600, NULL, &pend);
 	if (rc) {

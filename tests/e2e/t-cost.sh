@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 44
+plan 46
 
 N=100
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
@@ -32,7 +32,8 @@ cost() {
 	# process's lookups reach (journal/state.c, slot_page_ready: one call for the read
 	# fault and the write fault it saves), is counted apart: which case's files first
 	# reach a page is chance (a page holds the slots of BBX_STATE_GROUP neighbouring inode
-	# numbers).  budget allows 10 per 100 calls.
+	# numbers, and ext4 spreads new directories over its block groups: 13 per 100 calls
+	# seen for mkdirfill).  budget allows 20 per 100 calls.
 	POPS=$(between "$T_TMP/bbx.st" | grep -c 'MADV_POPULATE_WRITE')
 	EXTRA=$(((j - POPS - b) * 100 / N))
 	# A journaled run that failed, or whose trace lacks the calls the bare one made, is
@@ -51,7 +52,7 @@ cost() {
 # budget OP MAX_EXTRA MAX_WRITES DESC (both x100 per call)
 budget() {
 	cost "$1"
-	[ "$EXTRA" -le "$2" ] && [ "$POPS" -le 10 ]
+	[ "$EXTRA" -le "$2" ] && [ "$POPS" -le 20 ]
 	ok $? "$1: at most $(($2 / 100)).$(printf %02d $(($2 % 100))) system calls added per call ($EXTRA/100, and $POPS/100 madvise of a slot page): $4"
 	# A journaled kind of call writes its record: at most one write, and not none.
 	[ "$WRITES" -le "$3" ] && { [ "$3" -eq 0 ] || [ "$WRITES" -ge 100 ]; }
@@ -165,6 +166,47 @@ diag "fork child before exec: $fb/100 system calls bare, $fj/100 under bbx ($nb,
 [ "$nb" -eq 20 ] && [ "$nj" -eq 20 ] && [ $((fj - fb)) -le 850 ]; ok $? "fork child before exec: at most 8.50 system calls added ($(((fj - fb) / 100)).$(printf %02d $(((fj - fb) % 100)))): stat, getcwd, two clocks, getpid twice, one write, one madvise, the ELF header once per program"
 [ "$pmin" -eq 1 ] && [ "$pmax" -eq 1 ]; ok $? "fork child before exec: the state's head page mapped by one madvise, not faulted in ($pmin..$pmax per child)"
 [ "$wmax" -eq 1 ] && [ "$wmin" -eq 1 ]; ok $? "fork child before exec: the EXEC record is the child's one journal write ($wmin..$wmax per child)"
+
+# A subshell's redirection (bash "( echo x > f )": the fork child creates the file, a
+# truncation over an existing one preserves it first).  The child binds none of the
+# shim's libc calls lazily (shim/init.c, prebind: getcwd alone, bound there, cost each
+# child 9 page faults in ld.so's resolver and three libraries' symbol tables), and its
+# first capture maps the thread scratch in one call (bbx_capture_ready_slow: ~10 of its
+# 14 pages written, each a fault of its own before).
+w=$(new_ws)
+echo old >"$w/e"
+SUB='( echo x > f1 ); ( echo y > f2 ); ( exec 3>e; echo q >&3 )'
+(cd "$w" && LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T_TMP/ldb" strace -f -e trace=madvise,openat,clone,clone3 -o "$T_TMP/sub.st" bbx-run --quiet --journal "$T_TMP/j.sub" -- bash -c "$SUB")
+read -r nkid nbind npop < <(python3 - "$T_TMP" <<'EOF2'
+import glob, re, sys
+t = sys.argv[1]
+kids, created, pops = set(), set(), {}
+for line in open(t + "/sub.st"):
+    m = re.match(r"(\d+) +(.*)", line)
+    if not m:
+        continue
+    pid, call = m.groups()
+    r = re.match(r"clone3?\(.*= (\d+)$", call)
+    if r:
+        kids.add(r.group(1))
+    if call.startswith("openat(") and "O_CREAT" in call and '"/' not in call:
+        created.add(pid)
+    s = re.match(r"madvise\(0x[0-9a-f]+, (\d+), MADV_POPULATE_WRITE", call)
+    if s and int(s.group(1)) > 4096:
+        pops[pid] = pops.get(pid, 0) + 1
+subs = created & kids
+nbind = 0
+for f in glob.glob(t + "/ldb.*"):
+    for line in open(f):
+        b = re.match(r"\s*(\d+):\s+binding file \S*libbbxshim\.so", line)
+        if b and b.group(1) in subs:
+            nbind += 1
+print(len(subs), nbind, sum(1 for p in subs if pops.get(p) == 1))
+EOF2
+)
+diag "subshell redirections: $nkid children created a file, $nbind lazy bindings of the shim's calls in them, $npop mapped the scratch in one call"
+[ "$nkid" -eq 3 ] && [ "$nbind" -eq 0 ]; ok $? "a subshell's redirection binds none of the shim's calls in the child ($nbind in $nkid children)"
+[ "$nkid" -eq 3 ] && [ "$npop" -eq 3 ]; ok $? "a subshell's first capture maps the thread scratch in one call ($npop of $nkid children)"
 
 # A run starts its command with one exec: bbx-run's child loads the shim with dlopen
 # and executes the command through the shim's execvp (tools/bbx-run.c,
