@@ -3,7 +3,7 @@
 # t-layout.sh - what keeps the shim cheap to start and to fork (issue 5, spawn), held as
 # structure rather than time: the code a fork child runs before its exec, and a new
 # process runs at start and exit, lies in .text.bbx_hot (shim/hot.ld) and does not call
-# __errno_location, seen by callgrind;
+# __errno_location, seen by callgrind; the capture path lies in .text.bbx_warm;
 # the loader writes one data page; the policy's page tables reach fork children; a
 # capture's scratch comes populated, the one mapped for fork children does not; the
 # variables most processes touch lie in the data segment's page.
@@ -11,27 +11,34 @@
 plan 9
 
 SO="$BBX_SHIM"
-# 1. Every function named in hot.ld that the shim has lies in the section: a name whose
-# section was renamed (a clone suffix, a new attribute) would otherwise fall out silently.
-names=$(grep -oE '\.text\.[A-Za-z0-9_.]+' "$BBX_SRCDIR/shim/hot.ld" | grep -v '\.\*$' |
-	sed -E 's/^\.text\.(startup\.|exit\.|unlikely\.)?//' | sort -u)
-read -r lo size < <(readelf -SW "$SO" | sed -n 's/.*\] \.text\.bbx_hot *[A-Z]* *\([0-9a-f]*\) *[0-9a-f]* *\([0-9a-f]*\).*/\1 \2/p')
-if [ -z "${lo:-}" ]; then
-	diag "no .text.bbx_hot section in $SO"
-	ok 1 "hot.ld: the shim has a .text.bbx_hot section"
-else
-	out="" n=0
-	nm "$SO" >"$T_TMP/nm"
-	for f in $names; do
+# 1. Every function named in hot.ld that the shim has lies in the section that names it
+# (.text.bbx_hot: the fork child and a new process; .text.bbx_warm: the capture path): a
+# name whose section was renamed (a clone suffix, a new attribute) would otherwise fall
+# out silently.
+section_names() { # SECTION: the function names listed in hot.ld's block for it
+	awk -v s="$1" '$1 == s && $2 == ":" {f = 1; next} f && /^\t}/ {f = 0} f' "$BBX_SRCDIR/shim/hot.ld" |
+		grep -oE '\.text\.[A-Za-z0-9_.]+' | grep -v '\.\*$' |
+		sed -E 's/^\.text\.(startup\.|exit\.|unlikely\.)?//' | sort -u
+}
+section_at() { # SECTION: its address and size (hex), from the shim's section headers
+	readelf -SW "$SO" | sed -n "s/.*\] \\$1 *[A-Z]* *\([0-9a-f]*\) *[0-9a-f]* *\([0-9a-f]*\).*/\1 \2/p"
+}
+nm "$SO" >"$T_TMP/nm"
+out="" n=0 missing=""
+for sec in .text.bbx_hot .text.bbx_warm; do
+	read -r lo size < <(section_at "$sec")
+	[ -n "${lo:-}" ] || { missing="$missing $sec"; continue; }
+	for f in $(section_names "$sec"); do
 		a=$(awk -v f="$f" '$3 == f && ($2 == "t" || $2 == "T") {print $1; exit}' "$T_TMP/nm")
 		[ -n "$a" ] || continue # inlined everywhere: nothing to place
 		n=$((n + 1))
-		(((16#$a) >= (16#$lo) && (16#$a) < (16#$lo) + (16#$size))) || out="$out $f@$a"
+		(((16#$a) >= (16#$lo) && (16#$a) < (16#$lo) + (16#$size))) || out="$out $f@$a($sec)"
 	done
-	diag "hot.ld names $n functions of the shim; .text.bbx_hot at $lo, 0x$size bytes; outside it:${out:- none}"
-	[ -z "$out" ] && [ "$n" -ge 40 ]
-	ok $? "hot.ld: the $n functions it names lie in .text.bbx_hot"
-fi
+	diag "$sec at $lo, 0x$size bytes"
+done
+diag "hot.ld names $n functions of the shim; missing sections:${missing:- none}; outside their section:${out:- none}"
+[ -z "$out" ] && [ -z "$missing" ] && [ "$n" -ge 150 ]
+ok $? "hot.ld: the $n functions it names lie in the section that names them"
 
 # 2. The data segment's file-backed part is one page: the loader writes it whole
 # (relocations, .dynamic, the zeroed tail before .bss); a second page is two more page
