@@ -298,8 +298,8 @@ static uint32_t probe_next(struct probe *p, int n)
 
 /* The slot pages this process mapped writable in one call (slot_page_ready).  A hint
  * only: a bit set wrongly (another state file mapped at the same address, a fork child,
- * which inherits the bits but no page table entries for a MAP_SHARED mapping) costs
- * the page faults every lookup paid before, nothing else.  In the data page the loader
+ * which inherits the bits but no page table entries for a MAP_SHARED mapping, until
+ * bbx_state_forget_ready) costs the page faults every lookup paid before, nothing else.  In the data page the loader
  * writes anyway (hot.h): a page of .bss of their own would cost the fault they save. */
 BBX_HOT static struct bbx_state *ready_map;
 BBX_HOT static uint64_t ready_bits[32];

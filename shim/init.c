@@ -312,9 +312,7 @@ static void atfork_prepare(void)
 	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 }
 
-/* fork() while another thread was half-way through opening the run (or starting up):
- * that thread does not exist in the child, which would wait for it forever.  The child
- * starts those steps over. */
+/* A fork child's first capture (shim.h, bbx_usable_mut). */
 BBX_HOT int bbx_child_fresh;
 
 void bbx_capture_ready_slow(void)
@@ -326,6 +324,9 @@ void bbx_capture_ready_slow(void)
 		bbx_state_prefault(bbx_run.st);
 }
 
+/* fork() while another thread was half-way through opening the run (or starting up):
+ * that thread does not exist in the child, which would wait for it forever.  The child
+ * starts those steps over. */
 static void atfork_child(void)
 {
 	bbx_child_fresh = 1; /* in the page written below anyway (hot.h) */
