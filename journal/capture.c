@@ -91,14 +91,11 @@ struct bbx_scratch *bbx_scratch_lazy(void)
 	return scratch_map(0);
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
 void bbx_scratch_populate(void)
 {
 	struct bbx_scratch *s = scratch_tls;
 	if (s)
-		(void)bbx_sys_raw4(SYS_madvise, (long)s, (long)sizeof *s, MADV_POPULATE_WRITE, 0);
+		bbx_sys_populate_write(s, sizeof *s);
 }
 
 void bbx_scratch_atfork_child(void)

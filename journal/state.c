@@ -182,16 +182,11 @@ int bbx_state_unfinished(int fd)
  * writes it (the sequence counter, the journal lock): touched, a MAP_SHARED file page
  * faults twice (read, then the filesystem's write notification), and a fork child
  * that inherits no page table entries for this mapping faults once more; each fault
- * costs ~20-40 us here, the call ~10 (issue 5; bench/micro -f).  Before Linux 5.14
- * madvise refuses the advice, and the page faults in as it always did.  By the
- * instruction (sys.h): libc's madvise would cost a fork child a fault on its page. */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14; glibc 2.36 has it, older headers not */
-#endif
+ * costs ~20-40 us here, the call ~10 (issue 5; bench/micro -f).  By the instruction
+ * (sys.h): libc's madvise would cost a fork child a fault on its page. */
 static void head_populate(struct bbx_state *st, size_t size)
 {
-	(void)bbx_sys_raw4(SYS_madvise, (long)st, (long)(size < BBX_STATE_HEAD ? size : BBX_STATE_HEAD),
-			   MADV_POPULATE_WRITE, 0);
+	bbx_sys_populate_write(st, size < BBX_STATE_HEAD ? size : BBX_STATE_HEAD);
 }
 
 int bbx_state_map(const char *path, struct bbx_state **out)
@@ -321,8 +316,7 @@ static void slot_page_ready(struct bbx_state *st, const struct bbx_state_slot *s
 	if (__atomic_load_n(&ready_bits[pg / 64], __ATOMIC_RELAXED) & bit ||
 	    __atomic_fetch_or(&ready_bits[pg / 64], bit, __ATOMIC_RELAXED) & bit)
 		return;
-	(void)bbx_sys_raw4(SYS_madvise, (long)((const char *)st + pg * 4096), 4096,
-			   MADV_POPULATE_WRITE, 0);
+	bbx_sys_populate_write((const char *)st + pg * 4096, 4096);
 }
 
 void bbx_state_forget_ready(void)

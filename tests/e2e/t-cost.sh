@@ -6,9 +6,10 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 46
+plan 47
 
 N=100
+SUMPOPS=0
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
 if ! command -v strace >/dev/null 2>&1; then
 	for _ in $(seq 39); do skip "strace not installed"; done
@@ -52,6 +53,7 @@ cost() {
 # budget OP MAX_EXTRA MAX_WRITES DESC (both x100 per call)
 budget() {
 	cost "$1"
+	SUMPOPS=$((SUMPOPS + POPS))
 	[ "$EXTRA" -le "$2" ] && [ "$POPS" -le 20 ]
 	ok $? "$1: at most $(($2 / 100)).$(printf %02d $(($2 % 100))) system calls added per call ($EXTRA/100, and $POPS/100 madvise of a slot page): $4"
 	# A journaled kind of call writes its record: at most one write, and not none.
@@ -122,6 +124,9 @@ budget statabs 0 0 "nothing (the read filter: shim.h, bbx_rfilt)"
 budget readabs 0 0 "nothing (openat2 instead of openat)"
 budget read 100 0 "fstat of the descriptor (deny_read by identity)"
 budget readsym 200 0 "openat2 refused (ELOOP), then fstat of the descriptor"
+# The slot pages' madvise (above) happens at all: the mutating cases' lookups reach pages
+# of the slot table, each mapped writable in one call (journal/state.c, slot_page_ready).
+[ "$SUMPOPS" -ge 1 ]; ok $? "the state's slot pages mapped by madvise, not faulted in ($SUMPOPS calls over the cases)"
 
 # A fork child on its way to exec (bash starting /bin/true 20 times): between its fork
 # and its execve, bbx adds the program's stat (deny_read by identity), getcwd, the two
