@@ -294,8 +294,9 @@ static uint32_t probe_next(struct probe *p, int n)
 /* The slot pages this process mapped writable in one call (slot_page_ready).  A hint
  * only: a bit set wrongly (another state file mapped at the same address, a fork child,
  * which inherits the bits but no page table entries for a MAP_SHARED mapping, until
- * bbx_state_forget_ready) costs the page faults every lookup paid before, nothing else.  In the data page the loader
- * writes anyway (hot.h): a page of .bss of their own would cost the fault they save. */
+ * bbx_state_forget_ready) costs the page faults every lookup paid before, nothing
+ * else.  In the data page the loader writes anyway (hot.h): a page of .bss of their
+ * own would cost the fault they save. */
 BBX_HOT static struct bbx_state *ready_map;
 BBX_HOT static uint64_t ready_bits[32];
 
@@ -329,8 +330,9 @@ int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino)
 {
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	struct probe pr;
-	slot_page_ready(st, &slots(st)[probe_first(&pr, st, dev, ino)]);
-	for (uint32_t n = 0, i = probe_first(&pr, st, dev, ino); n < MAXPROBE;
+	uint32_t first = probe_first(&pr, st, dev, ino);
+	slot_page_ready(st, &slots(st)[first]);
+	for (uint32_t n = 0, i = first; n < MAXPROBE;
 	     i = probe_next(&pr, (int)++n)) {
 		struct bbx_state_slot *s = &slots(st)[i];
 		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
@@ -350,8 +352,9 @@ int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	uint64_t want = d | (uint64_t)lvl << 56;
 	struct probe pr;
-	slot_page_ready(st, &slots(st)[probe_first(&pr, st, dev, ino)]); /* a creation's */
-	for (uint32_t n = 0, i = probe_first(&pr, st, dev, ino); n < MAXPROBE;
+	uint32_t first = probe_first(&pr, st, dev, ino);
+	slot_page_ready(st, &slots(st)[first]); /* a creation's */
+	for (uint32_t n = 0, i = first; n < MAXPROBE;
 	     i = probe_next(&pr, (int)++n)) {
 		struct bbx_state_slot *s = &slots(st)[i];
 		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);

@@ -201,9 +201,9 @@ static inline int bbx_usable(void)
  * captured yet.  Its first capture then maps in one call each what it is about to write
  * page by page: the thread scratch (inherited copy-on-write, or mapped by the fork
  * handler without its pages), and the state file's head page, of which the child
- * inherited no page table entry
- * (bbx_capture_ready_slow; a bash subshell's "> file" wrote ~10 scratch pages and took
- * 2 faults on the head page, ~20 us a fault here against ~8 per page populated). */
+ * inherited no page table entry (bbx_capture_ready_slow; a bash subshell's "> file"
+ * wrote ~10 scratch pages and took 2 faults on the head page, ~20 us a fault here
+ * against ~8 per page populated). */
 extern int bbx_child_fresh;
 void bbx_capture_ready_slow(void);
 
