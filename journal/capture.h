@@ -39,6 +39,7 @@
  * words in an arena they are appended to (~100 a page), and an index by the words'
  * hash (one page) for bbx_dname_known.  A full arena starts over (round). */
 #define BBX_DTAB_N 512
+#define BBX_DTAB_WAYS 4 /* places probed from the home one, in either index */
 #define BBX_DTAB_ARENA (64 * 1024)
 struct bbx_dtab {
 	uint16_t pidx[2 * BBX_DTAB_N]; /* hash of the words -> entry + 1 (0: none) */

@@ -85,8 +85,28 @@ static uint32_t dtab_hash(const char *p)
 	return h;
 }
 
+/* The words of entry e, or NULL when it lapsed or was never made. */
+static const char *dtab_words(const struct bbx_dtab *t, const struct bbx_dtab_e *e)
+{
+	return e->round == t->round && e->ino ? t->arena + e->off : NULL;
+}
+
+/* Both indexes are probed BBX_DTAB_WAYS places on from the home one: direct-mapped, two
+ * of a few directories worked in together met often enough (16 shard directories: ~1
+ * run in 25) that one of them paid a getcwd and a directory open per call. */
+static unsigned dtab_at(uint64_t ino, int j)
+{
+	return (unsigned)((ino + (uint64_t)j) % BBX_DTAB_N);
+}
+
+static unsigned dtab_pidx(uint32_t h, int j)
+{
+	return (h + (uint32_t)j) % (2 * BBX_DTAB_N);
+}
+
 /* Keeps the proof d, which its slot is giving up, in the table (mapped here the first
- * time). */
+ * time).  An entry goes where the same directory was, or into the first free or lapsed
+ * place; with none, over the home place. */
 static void dtab_keep(struct bbx_scratch *s, const struct bbx_dname *d)
 {
 	size_t l = strlen(d->path);
@@ -103,8 +123,14 @@ static void dtab_keep(struct bbx_scratch *s, const struct bbx_dname *d)
 		t->used = 0; /* full: every entry of the last round lapses */
 		t->round++;
 	}
-	uint32_t i = (uint32_t)(d->ino % BBX_DTAB_N);
-	struct bbx_dtab_e *e = &t->e[i];
+	struct bbx_dtab_e *e = NULL;
+	for (int j = 0; j < BBX_DTAB_WAYS && !e; j++) {
+		struct bbx_dtab_e *c = &t->e[dtab_at(d->ino, j)];
+		if ((c->ino == d->ino && c->dev == d->dev) || !dtab_words(t, c) || c->gen != d->gen)
+			e = c;
+	}
+	if (!e)
+		e = &t->e[dtab_at(d->ino, 0)];
 	e->dev = d->dev;
 	e->ino = d->ino;
 	e->gen = d->gen;
@@ -112,13 +138,15 @@ static void dtab_keep(struct bbx_scratch *s, const struct bbx_dname *d)
 	e->round = t->round;
 	memcpy(t->arena + t->used, d->path, l + 1);
 	t->used += (uint32_t)(l + 1);
-	t->pidx[dtab_hash(d->path) % (2 * BBX_DTAB_N)] = (uint16_t)(i + 1);
-}
-
-/* The words of entry e, or NULL when it lapsed or was never made. */
-static const char *dtab_words(const struct bbx_dtab *t, const struct bbx_dtab_e *e)
-{
-	return e->round == t->round && e->ino ? t->arena + e->off : NULL;
+	uint16_t k = (uint16_t)(e - t->e + 1), *x = NULL;
+	uint32_t h = dtab_hash(d->path);
+	for (int j = 0; j < BBX_DTAB_WAYS && !x; j++) {
+		uint16_t *c = &t->pidx[dtab_pidx(h, j)];
+		const char *w = *c ? dtab_words(t, &t->e[*c - 1]) : NULL;
+		if (*c == k || !w || !strcmp(w, d->path))
+			x = c;
+	}
+	*(x ? x : &t->pidx[dtab_pidx(h, 0)]) = k;
 }
 
 void bbx_dtab_free(struct bbx_scratch *s)
@@ -135,9 +163,11 @@ static const char *dname_by_id(const struct bbx_scratch *s, uint64_t dev, uint64
 	const struct bbx_dname *d = &s->dname[ino % BBX_DNAME_SLOTS];
 	if (d->gen == gen && d->ino == ino && d->dev == dev)
 		return d->path;
-	const struct bbx_dtab_e *e = s->dtab ? &s->dtab->e[ino % BBX_DTAB_N] : NULL;
-	if (e && e->gen == gen && e->ino == ino && e->dev == dev)
-		return dtab_words(s->dtab, e);
+	for (int j = 0; s->dtab && j < BBX_DTAB_WAYS; j++) {
+		const struct bbx_dtab_e *e = &s->dtab->e[dtab_at(ino, j)];
+		if (e->gen == gen && e->ino == ino && e->dev == dev)
+			return dtab_words(s->dtab, e);
+	}
 	return NULL;
 }
 
@@ -181,12 +211,15 @@ int bbx_dname_known(const char *p, struct stat *sb)
 	}
 	if (!s->dtab)
 		return 0;
-	unsigned k = s->dtab->pidx[dtab_hash(p) % (2 * BBX_DTAB_N)];
-	const struct bbx_dtab_e *e = k ? &s->dtab->e[k - 1] : NULL;
-	const char *w = e ? dtab_words(s->dtab, e) : NULL;
-	if (!w || strcmp(w, p))
-		return 0;
-	return dname_holds(e->gen, e->dev, e->ino, p, sb);
+	uint32_t h = dtab_hash(p);
+	for (int j = 0; j < BBX_DTAB_WAYS; j++) {
+		unsigned k = s->dtab->pidx[dtab_pidx(h, j)];
+		const struct bbx_dtab_e *e = k ? &s->dtab->e[k - 1] : NULL;
+		const char *w = e ? dtab_words(s->dtab, e) : NULL;
+		if (w && !strcmp(w, p))
+			return dname_holds(e->gen, e->dev, e->ino, p, sb);
+	}
+	return 0;
 }
 
 /* The name of the directory open as fd.  readlink of /proc/self/fd/N is the dearest
