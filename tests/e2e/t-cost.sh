@@ -6,13 +6,13 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 47
+plan 48
 
 N=100
 SUMPOPS=0
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
 if ! command -v strace >/dev/null 2>&1; then
-	for _ in $(seq 39); do skip "strace not installed"; done
+	for _ in $(seq 40); do skip "strace not installed"; done
 	exit 0
 fi
 # between FILE: the system calls between the markers (signals and exits not counted).
@@ -182,10 +182,11 @@ w=$(new_ws)
 echo old >"$w/e"
 SUB='( echo x > f1 ); ( echo y > f2 ); ( exec 3>e; echo q >&3 )'
 (cd "$w" && LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T_TMP/ldb" strace -f -e trace=madvise,openat,clone,clone3 -o "$T_TMP/sub.st" bbx-run --quiet --journal "$T_TMP/j.sub" -- bash -c "$SUB")
-read -r nkid nbind npop < <(python3 - "$T_TMP" <<'EOF2'
+read -r nkid nbind npop nhead < <(python3 - "$T_TMP" <<'EOF2'
 import glob, re, sys
 t = sys.argv[1]
 kids, created, pops = set(), set(), {}
+parent, head, opened, pages = {}, {}, set(), {}
 for line in open(t + "/sub.st"):
     m = re.match(r"(\d+) +(.*)", line)
     if not m:
@@ -194,11 +195,19 @@ for line in open(t + "/sub.st"):
     r = re.match(r"clone3?\(.*= (\d+)$", call)
     if r:
         kids.add(r.group(1))
+        parent[r.group(1)] = pid
     if call.startswith("openat(") and "O_CREAT" in call and '"/' not in call:
         created.add(pid)
-    s = re.match(r"madvise\(0x[0-9a-f]+, (\d+), MADV_POPULATE_WRITE", call)
-    if s and int(s.group(1)) > 4096:
+    if call.startswith("openat(") and '/state"' in call:
+        opened.add(pid)  # its next one-page madvise is the state's head, at map time
+    s = re.match(r"madvise\((0x[0-9a-f]+), (\d+), MADV_POPULATE_WRITE", call)
+    if s and int(s.group(2)) > 4096:
         pops[pid] = pops.get(pid, 0) + 1
+    elif s:
+        pages.setdefault(pid, set()).add(s.group(1))
+        if pid in opened:
+            head[pid] = s.group(1)
+            opened.discard(pid)
 subs = created & kids
 nbind = 0
 for f in glob.glob(t + "/ldb.*"):
@@ -206,12 +215,16 @@ for f in glob.glob(t + "/ldb.*"):
         b = re.match(r"\s*(\d+):\s+binding file \S*libbbxshim\.so", line)
         if b and b.group(1) in subs:
             nbind += 1
-print(len(subs), nbind, sum(1 for p in subs if pops.get(p) == 1))
+# the state's head page, mapped by the parent, populated in the child by one call
+# (bbx_capture_ready_slow: it took a read fault, then a write fault)
+nhead = sum(1 for p in subs if head.get(parent[p]) in pages.get(p, ()))
+print(len(subs), nbind, sum(1 for p in subs if pops.get(p) == 1), nhead)
 EOF2
 )
 diag "subshell redirections: $nkid children created a file, $nbind lazy bindings of the shim's calls in them, $npop mapped the scratch in one call"
 [ "$nkid" -eq 3 ] && [ "$nbind" -eq 0 ]; ok $? "a subshell's redirection binds none of the shim's calls in the child ($nbind in $nkid children)"
 [ "$nkid" -eq 3 ] && [ "$npop" -eq 3 ]; ok $? "a subshell's first capture maps the thread scratch in one call ($npop of $nkid children)"
+[ "$nkid" -eq 3 ] && [ "$nhead" -eq 3 ]; ok $? "a subshell's first capture maps the state's head page in one call ($nhead of $nkid children)"
 
 # A run starts its command with one exec: bbx-run's child loads the shim with dlopen
 # and executes the command through the shim's execvp (tools/bbx-run.c,
