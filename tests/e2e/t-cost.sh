@@ -6,13 +6,13 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 48
+plan 49
 
 N=100
 SUMPOPS=0
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
 if ! command -v strace >/dev/null 2>&1; then
-	for _ in $(seq 40); do skip "strace not installed"; done
+	for _ in $(seq 41); do skip "strace not installed"; done
 	exit 0
 fi
 # between FILE: the system calls between the markers (signals and exits not counted).
@@ -225,6 +225,38 @@ diag "subshell redirections: $nkid children created a file, $nbind lazy bindings
 [ "$nkid" -eq 3 ] && [ "$nbind" -eq 0 ]; ok $? "a subshell's redirection binds none of the shim's calls in the child ($nbind in $nkid children)"
 [ "$nkid" -eq 3 ] && [ "$npop" -eq 3 ]; ok $? "a subshell's first capture maps the thread scratch in one call ($npop of $nkid children)"
 [ "$nkid" -eq 3 ] && [ "$nhead" -eq 3 ]; ok $? "a subshell's first capture maps the state's head page in one call ($nhead of $nkid children)"
+
+# Files read whole are mapped with their pages in one call (MAP_POPULATE), not faulted in
+# a window at a time: the compiled policy, in every process that maps it (policy/match.c:
+# its 5 pages straddled two fault-around windows), and the journal in its readers
+# (journal/reader.c, up to 256 MiB: bbx-log, bbx-undo, the seal).
+w=$(new_ws)
+(cd "$w" && strace -f -e trace=openat,mmap -o "$T_TMP/pop.st" bbx-run --quiet --journal "$T_TMP/j.pop" -- sh -c 'touch a; touch b')
+strace -e trace=openat,mmap -o "$T_TMP/popl.st" bbx-log "$T_TMP/j.pop" >/dev/null
+read -r npol npolpop njr njrpop < <(python3 - "$T_TMP/pop.st" "$T_TMP/popl.st" <<'EOF2'
+import re, sys
+def maps(path, name):
+    # (mmaps of the file opened read-only, those with MAP_POPULATE), per opening
+    want, n, pop = {}, 0, 0
+    for line in open(path):
+        m = re.match(r"(?:(\d+) +)?(.*)", line)
+        pid, call = m.group(1) or "0", m.group(2)
+        o = re.match(r'openat\(AT_FDCWD, "[^"]*/' + name + r'", O_RDONLY[^)]*\) = (\d+)$', call)
+        if o:
+            want[pid] = o.group(1)
+            continue
+        mm = re.match(r"mmap\(NULL, \d+, PROT_READ, ([A-Z_|]+), (\d+), 0\)", call)
+        if mm and want.get(pid) == mm.group(2):
+            n += 1
+            pop += "MAP_POPULATE" in mm.group(1)
+            del want[pid]
+    return n, pop
+print(*maps(sys.argv[1], "policy"), *maps(sys.argv[2], "journal"))
+EOF2
+)
+diag "compiled policy mapped $npol times ($npolpop populated); journal mapped by bbx-log $njr times ($njrpop populated)"
+[ "$npol" -ge 2 ] && [ "$npolpop" -eq "$npol" ] && [ "$njr" -ge 1 ] && [ "$njrpop" -eq "$njr" ]
+ok $? "the compiled policy ($npolpop of $npol) and a journal read by bbx-log ($njrpop of $njr) are mapped with MAP_POPULATE"
 
 # A run starts its command with one exec: bbx-run's child loads the shim with dlopen
 # and executes the command through the shim's execvp (tools/bbx-run.c,
