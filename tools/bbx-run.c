@@ -237,14 +237,35 @@ int main(int argc, char **argv)
 	sigaction(SIGQUIT, &ign, &oq);
 	sigaction(SIGTERM, &fwd, NULL);
 	sigaction(SIGHUP, &fwd, NULL);
-	child = fork();
-	if (child < 0)
-		err(1, "fork");
-	if (child == 0) {
+	/* The child is made by vfork: it runs in this address space, on this stack below
+	 * this frame, while this process waits in the kernel until it executes the command
+	 * or exits.  A fork copied the page tables only for the child to fault back, one
+	 * trap each (20-40 us on a slow VM), the libc and ld.so text it runs (fork does not
+	 * copy file-backed entries) and every page it writes (copy-on-write), and left this
+	 * process a fault on every page it wrote after: ~80 faults, ~2 ms of a no-op
+	 * transaction (issue 5).  What the child may do follows from sharing the memory:
+	 *  - it never returns from main and ends in an exec or _exit;
+	 *  - what it allocates (libseccomp's filter, dlopen of the shim, the shim's run
+	 *    state) stays in this address space, unused: this process keeps its own run
+	 *    (bbx_run_open below) and never calls into the shim, and it ends with _exit
+	 *    after the seal, so the shim's destructor does not run here either;
+	 *  - this process is single-threaded, so no lock of libc's can be held by a thread
+	 *    the child does not have;
+	 *  - its setup is bounded (no approval waits in it: [exec] ask refuses), and
+	 *    SIGTERM or SIGHUP sent to bbx-run meanwhile stay blocked here, then pending,
+	 *    and are forwarded as soon as the child's pid is known. */
+	sigset_t fwdset, omask;
+	sigemptyset(&fwdset);
+	sigaddset(&fwdset, SIGTERM);
+	sigaddset(&fwdset, SIGHUP);
+	sigprocmask(SIG_BLOCK, &fwdset, &omask);
+	pid_t pid = vfork();
+	if (pid == 0) {
 		sigaction(SIGINT, &oi, NULL);
 		sigaction(SIGQUIT, &oq, NULL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &omask, NULL);
 		char why[512];
 		if (bbx_sandbox_apply(pblob, dir, why, sizeof why) && !quiet)
 			fprintf(stderr, "bbx-run: %s\n", why);
@@ -253,10 +274,16 @@ int main(int argc, char **argv)
 		warn("%s", via[0]);
 		_exit(126);
 	}
+	if (pid < 0)
+		err(1, "vfork");
+	child = pid;
+	sigprocmask(SIG_SETMASK, &omask, NULL);
 	int status;
 	while (waitpid(child, &status, 0) < 0) {
-		if (errno != EINTR)
-			err(1, "waitpid");
+		if (errno != EINTR) {
+			warn("waitpid");
+			_exit(1);
+		}
 	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	/* The command's end: EXIT with its pid and the raw status (its EXEC, written by
@@ -304,5 +331,8 @@ int main(int argc, char **argv)
 	}
 	free(via);
 	free(pblob);
-	return code;
+	/* Not exit(): the shim the child loaded (above, vfork) is in this address space,
+	 * and its destructor is not ours to run. */
+	fflush(NULL);
+	_exit(code);
 }
