@@ -19,14 +19,15 @@
 /* Bumps the generation if our descriptor is in [lo, hi]. */
 static inline void touched(int lo, int hi)
 {
-	bbx_writer_fd_touched(&bbx_run.w, lo, hi);
+	if (bbx_journal_fd() >= 0)
+		bbx_writer_fd_touched(&bbx_run.w, lo, hi);
 }
 
 BBX_EXPORT int close(int fd)
 {
 	bbx_fdid_forget(fd, fd);
-	int ours = __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
-	if (__builtin_expect(fd != ours, 1))
+	int ours = bbx_journal_fd();
+	if (__builtin_expect(fd != ours || ours < 0, 1))
 		return BBX_REAL(close)(fd);
 	touched(fd, fd);
 	int r = BBX_REAL(close)(fd);
@@ -40,8 +41,8 @@ BBX_EXPORT int dup2(int oldfd, int newfd)
 {
 	if (oldfd != newfd)
 		bbx_fdid_forget(newfd, newfd);
-	int ours = __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
-	if (__builtin_expect(newfd != ours, 1))
+	int ours = bbx_journal_fd();
+	if (__builtin_expect(newfd != ours || ours < 0, 1))
 		return BBX_REAL(dup2)(oldfd, newfd);
 	touched(newfd, newfd);
 	int r = BBX_REAL(dup2)(oldfd, newfd);
@@ -54,8 +55,8 @@ BBX_EXPORT int dup2(int oldfd, int newfd)
 BBX_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
 	bbx_fdid_forget(newfd, newfd);
-	int ours = __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
-	if (__builtin_expect(newfd != ours, 1))
+	int ours = bbx_journal_fd();
+	if (__builtin_expect(newfd != ours || ours < 0, 1))
 		return BBX_REAL(dup3)(oldfd, newfd, flags);
 	touched(newfd, newfd);
 	int r = BBX_REAL(dup3)(oldfd, newfd, flags);

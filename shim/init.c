@@ -33,7 +33,16 @@ extern char **environ;
 #include "wrappers.def"
 #undef BBX_WRAP
 
-struct bbx_run bbx_run;
+/* From a page boundary: a process that opens the run writes its identities, the
+ * writer's fields and the heads of its two paths (struct bbx_run: the small fields, then
+ * the writer's path, then the directory's), two pages from its start.  Where the linker
+ * put it in .bss, 32 bytes before a page boundary, its head alone took a third page
+ * (issue 5: 3 of a journaling process's page faults).  In .lbss, the x86-64 ABI's
+ * zero-initialised section after .bss: aligned in .bss it would align all of .bss and
+ * move the small variables at its head (crtstuff's exit flag, the init states) off the
+ * data page the loader writes anyway.  Read only once the run is open here (bbx_status,
+ * bbx_journal_fd): a process that never journals maps none of it. */
+struct bbx_run bbx_run __attribute__((section(".lbss"), aligned(4096)));
 int bbx_status = BBX_STATUS_CLOSED;
 /* The strings built at start-up share one arena, so they dirty one page, not three. */
 char bbx_env_arena[BBX_ENV_ARENA];

@@ -134,7 +134,7 @@ static void rfilt_build(const struct bbx_pol_hdr *p)
 	 * takes the general path (bbx_read_open_exact), not by a stat of the journal
 	 * directory in every process that only stats (1,700 system calls in a configure +
 	 * make of bbx). */
-	if (bbx_run.jino)
+	if (!__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) && bbx_run.jino)
 		bbx_rfilt.mark = bbx_mark();
 	bbx_rfilt.exact = p->reads_exact != 0;
 	__atomic_store_n(&bbx_rfilt.ready, 1, __ATOMIC_RELEASE);

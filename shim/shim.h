@@ -85,6 +85,17 @@ extern struct bbx_run bbx_run;
  * -errno that made the journal unusable. */
 #define BBX_STATUS_CLOSED 1
 extern int bbx_status;
+/* The journal's descriptor here, or -1 while this process has not opened the run.  The
+ * state is read first: it lies in the data page every process has written, bbx_run in
+ * .bss, whose page a process that never journals (a compiler, a grep) would map for the
+ * first time (a page fault, the zero page) only to find the number in each close, dup2
+ * or close_range it makes (issue 5: ~86 faults in a zlib ./configure). */
+static inline int bbx_journal_fd(void)
+{
+	if (__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE))
+		return -1;
+	return __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED);
+}
 #define BBX_ENV_ARENA (3 * PATH_MAX + 64)
 extern char bbx_env_arena[BBX_ENV_ARENA];
 extern size_t bbx_env_used;

@@ -8,6 +8,7 @@
  * only when the run has not already captured it at open (an inherited descriptor).
  */
 #include "shim.h"
+#include "journal/hot.h"
 
 #include <linux/falloc.h>
 #include <stdint.h>
@@ -144,7 +145,7 @@ static int do_fcntl(const char *op, int (*real)(int, int, ...), int fd, int cmd,
 			bbx_fdid_forget(r, r); /* as dup() (fd.c) */
 		return r;
 	}
-	if (cmd == F_SETFL && fd == __atomic_load_n(&bbx_run.w.fd, __ATOMIC_RELAXED))
+	if (cmd == F_SETFL && fd == bbx_journal_fd() && fd >= 0)
 		bbx_writer_fd_touched(&bbx_run.w, fd, fd); /* our O_APPEND may be going */
 	if (cmd != F_SETFL || ((long)arg & O_APPEND) || !bbx_enter(&saved))
 		return real(fd, cmd, arg);
@@ -179,18 +180,21 @@ BBX_EXPORT int fcntl64(int fd, int cmd, ...)
 	return do_fcntl("fcntl64", BBX_REAL(fcntl64), fd, cmd, arg);
 }
 
+/* The mark once known: in the loader's data page, not a .bss page of its own in every
+ * process that asks (issue 5). */
+BBX_HOT static long mark_known;
+
 long bbx_mark(void)
 {
-	static long m;
-	long v = __atomic_load_n(&m, __ATOMIC_RELAXED);
+	long v = __atomic_load_n(&mark_known, __ATOMIC_RELAXED);
 	if (v)
 		return v;
 	struct stat sb;
-	if (bbx_run.jino)
+	if (!__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) && bbx_run.jino)
 		v = (long)bbx_run_mark(bbx_run.jdev, bbx_run.jino);
 	else if (bbx_env_journal && stat(bbx_journal_dir, &sb) == 0) /* guard held */
 		v = (long)bbx_run_mark(sb.st_dev, sb.st_ino);
-	__atomic_store_n(&m, v, __ATOMIC_RELAXED);
+	__atomic_store_n(&mark_known, v, __ATOMIC_RELAXED);
 	return v;
 }
 

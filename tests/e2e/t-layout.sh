@@ -8,7 +8,7 @@
 # capture's scratch comes populated, the one mapped for fork children does not; the
 # variables most processes touch lie in the data segment's page.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 9
+plan 12
 
 SO="$BBX_SHIM"
 # 1. Every function named in hot.ld that the shim has lies in the section that names it
@@ -163,4 +163,51 @@ done
 diag "$n BBX_HOT variables of the shim; outside the data segment's file-backed part:${out:- none}"
 [ -z "$out" ] && [ "$n" -ge 15 ]
 ok $? "the BBX_HOT variables lie in the page the loader writes"
+
+# The run (shim/init.c, bbx_run) starts on a page of its own, in .lbss, after .bss: its
+# small fields and its writer's path share that page, its directory's path the next.  And
+# .bss keeps its own alignment, so that its head (crtstuff's exit flag, the init states)
+# stays in the data segment's file-backed page.
+run=$(awk '$3 == "bbx_run" {print $1; exit}' "$T_TMP/nm.hot")
+bss=$(readelf -SW "$SO" | awk '{for (i = 1; i < NF; i++) if ($i == ".bss") {print $(i + 2); exit}}')
+diag "bbx_run at 0x$run, .bss at 0x$bss, the data segment's file part 0x$(printf %x $((vaddr))) + $((filesz))"
+[ -n "$run" ] && [ -n "$bss" ] && [ $((16#$run % 4096)) -eq 0 ] && [ $((16#$bss)) -lt $(((vaddr / 4096 + 1) * 4096)) ]
+ok $? "bbx_run starts on a page boundary, and .bss where the loader's page still holds its head"
+
+# A process that never journals maps none of bbx_run: its closes, dup2s and
+# close_ranges, and the policy's read filter, ask bbx_status first (shim.h,
+# bbx_journal_fd); reading the descriptor's number cost each such process a fault on
+# the zero page.  Once it journals, the run's two pages are there.
+cat >"$T_TMP/run.py" <<'PY'
+import os, sys
+PG = os.sysconf("SC_PAGE_SIZE")
+off = int(sys.argv[1], 16)
+base = None
+for line in open("/proc/self/maps"):
+    f = line.split()
+    if f[-1].endswith("libbbxshim.so") and int(f[2], 16) == 0:
+        base = int(f[0].split("-")[0], 16)
+        break
+def present(addr):
+    with open("/proc/self/pagemap", "rb") as m:
+        m.seek(addr // PG * 8)
+        return int.from_bytes(m.read(8), "little") >> 63
+def both():
+    return "%d%d" % (present(base + off), present(base + off + PG))
+fd = os.open("/etc/hostname", os.O_RDONLY)
+os.dup2(fd, 50)
+os.close(50)
+os.close(fd)
+os.stat("/etc/hostname")
+print("reader", both())
+open("made", "w").close()
+print("writer", both())
+PY
+w=$(new_ws)
+(cd "$w" && bbx-run --quiet --journal "$T_TMP/j.run" -- python3 -B "$T_TMP/run.py" "$run") >"$T_TMP/run.out" 2>&1
+sed "s/^/# /" "$T_TMP/run.out" >&2
+grep -qx "reader 00" "$T_TMP/run.out"
+ok $? "a process that only reads, closes and dup2s maps no page of bbx_run"
+grep -qx "writer 11" "$T_TMP/run.out"
+ok $? "one that journals has its two pages"
 finish
