@@ -8,6 +8,7 @@
  * names it).  The captured set only ever grows after a record is durable in the file.
  */
 #include "capture.h"
+#include "str.h"
 #include "sys.h"
 #include "hot.h"
 
@@ -391,7 +392,7 @@ static int is_protected_dir(const struct bbx_run *run, const char *dir, const st
 		return 0;
 	char up[PATH_MAX];
 	struct stat ub;
-	int n = snprintf(up, sizeof up, "%s/..", dir);
+	int n = bbx_sjoin(up, sizeof up, dir, "..");
 	return n > 0 && (size_t)n < sizeof up && k_stat(up, &ub) == 0 &&
 	       ub.st_dev == run->odev && ub.st_ino == run->oino;
 }
@@ -888,7 +889,7 @@ void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend,
 static int follow_dangling(const char *path, char *out, size_t cap)
 {
 	char cur[PATH_MAX];
-	snprintf(cur, sizeof cur, "%s", path);
+	bbx_scopy(cur, sizeof cur, path);
 	for (int hops = 0; hops < 40; hops++) {
 		ssize_t n = readlink(cur, tls.lnk, sizeof tls.lnk - 1);
 		if (n < 0) {
@@ -898,7 +899,7 @@ static int follow_dangling(const char *path, char *out, size_t cap)
 		}
 		tls.lnk[n] = 0;
 		if (tls.lnk[0] == '/') {
-			snprintf(cur, sizeof cur, "%s", tls.lnk);
+			bbx_scopy(cur, sizeof cur, tls.lnk);
 		} else {
 			char *slash = strrchr(cur, '/');
 			size_t dl = slash ? (size_t)(slash - cur) : 0;
@@ -908,7 +909,7 @@ static int follow_dangling(const char *path, char *out, size_t cap)
 			cur[dl] = '/';
 		}
 	}
-	int m = snprintf(out, cap, "%s", cur);
+	int m = bbx_scopy(out, cap, cur);
 	return m < 0 || (size_t)m >= cap ? -ENAMETOOLONG : 0;
 }
 
@@ -946,7 +947,7 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	 * came (the process killed in between) leaves undo its birth-time check. */
 	if (excl) {
 		if (path != resolved)
-			snprintf(resolved, PATH_MAX, "%s", path);
+			bbx_scopy(resolved, PATH_MAX, path);
 		return create_record(run, op, resolved, BBX_KIND_FILE, mode, NULL, BBX_HOW_EXCL,
 				     pend);
 	}
@@ -979,7 +980,7 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 				return -EACCES;
 		}
 		if (target != resolved)
-			snprintf(resolved, PATH_MAX, "%s", target);
+			bbx_scopy(resolved, PATH_MAX, target);
 		/* The policy decided above on what the call reaches (a dangling symlink
 		 * followed): no second decision. */
 		return create_record(run, op, resolved, BBX_KIND_FILE, mode, NULL, BBX_HOW_NONE,

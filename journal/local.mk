@@ -12,7 +12,7 @@ journal_libbbxjournal_la_SOURCES = \
 	journal/capture.c journal/capture.h \
 	journal/redact.c journal/redact.h \
 	journal/procrec.c \
-	journal/path.c \
+	journal/path.c journal/str.h \
 	$(NULL)
 journal_libbbxjournal_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sections $(XXHASH_CFLAGS)
 journal_libbbxundo_la_SOURCES = \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * run.c - journal directories (see run.h). */
 #include "run.h"
+#include "str.h"
 #include "capture.h"
 #include "sys.h"
 #include "hot.h"
@@ -269,19 +270,19 @@ int bbx_run_open(struct bbx_run *run, const char *dir)
 		if (stat(dir, &sb) < 0)
 			return -errno;
 	}
-	int n = snprintf(run->dir, sizeof run->dir, "%s", dir);
+	int n = bbx_scopy(run->dir, sizeof run->dir, dir);
 	if (n < 0 || (size_t)n >= sizeof run->dir - 32)
 		return -ENAMETOOLONG;
 	run->dirlen = (size_t)n;
 	char p[PATH_MAX + 16];
 	run->jdev = sb.st_dev;
 	run->jino = sb.st_ino;
-	snprintf(p, sizeof p, "%s/objects", dir);
+	bbx_sjoin(p, sizeof p, dir, "objects");
 	if (stat(p, &sb) == 0) {
 		run->odev = sb.st_dev;
 		run->oino = sb.st_ino;
 	}
-	snprintf(p, sizeof p, "%s/state", dir);
+	bbx_sjoin(p, sizeof p, dir, "state");
 	int rc = bbx_state_map(p, &run->st);
 	if (rc)
 		return rc;
@@ -674,17 +675,26 @@ int bbx_run_set_sync(const char *dir, int mode)
 	return bbx_run_fsync_path(p);
 }
 
+/* "%02x/%llu" of the shard and seq, after at bytes of out (str.h: no printf on a
+ * capture's path). */
+static int object_name_at(uint64_t seq, char *out, size_t cap, size_t at)
+{
+	size_t n = bbx_str_hex2(out, cap, at, bbx_run_object_shard(seq));
+	n = bbx_str_put(out, cap, n, "/", 1);
+	n = bbx_str_udec(out, cap, n, (unsigned long long)seq);
+	bbx_str_end(out, cap, n);
+	return n >= cap ? -ENAMETOOLONG : 0;
+}
+
 int bbx_run_object_name(uint64_t seq, char *out, size_t cap)
 {
-	int n = snprintf(out, cap, "%02x/%llu", bbx_run_object_shard(seq), (unsigned long long)seq);
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+	return object_name_at(seq, out, cap, 0);
 }
 
 int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size_t cap)
 {
-	int n = snprintf(out, cap, "%s/objects/%02x/%llu", run->dir, bbx_run_object_shard(seq),
-			 (unsigned long long)seq);
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+	size_t n = bbx_str_put(out, cap, 0, run->dir, strlen(run->dir));
+	return object_name_at(seq, out, cap, bbx_str_put(out, cap, n, "/objects/", 9));
 }
 
 int bbx_run_meta_append(const char *dir, const char *key, const char *value)

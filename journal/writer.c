@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * writer.c - journal appends with descriptor identity checks (see writer.h). */
 #include "writer.h"
+#include "str.h"
 #include "hot.h"
 #include "record.h"
 #include "state.h"
@@ -51,7 +52,7 @@ static int writer_reopen(struct bbx_writer *w)
 
 int bbx_writer_open(struct bbx_writer *w, const char *dir)
 {
-	int n = snprintf(w->path, sizeof w->path, "%s/journal", dir);
+	int n = bbx_sjoin(w->path, sizeof w->path, dir, "journal");
 	if (n < 0 || (size_t)n >= sizeof w->path)
 		return -ENAMETOOLONG;
 	w->fd = -1;

@@ -10,6 +10,7 @@
  * exec that succeeds never returns to release it), and nothing here allocates.
  */
 #include "shim.h"
+#include "journal/str.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -81,8 +82,10 @@ static const char *find_program(const char *exe, const char *path, char *out, si
 		return exe;
 	for (const char *d = path;; d++) {
 		const char *e = strchrnul(d, ':');
-		int n = snprintf(out, cap, "%.*s%s%s", (int)(e - d), d, e == d ? "" : "/", exe);
-		if (n > 0 && (size_t)n < cap && access(out, X_OK) == 0)
+		size_t n = bbx_str_put(out, cap, 0, d, (size_t)(e - d));
+		n = e == d ? n : bbx_str_put(out, cap, n, "/", 1);
+		n = bbx_str_put(out, cap, n, exe, strlen(exe));
+		if (bbx_str_end(out, cap, n) > 0 && n < cap && access(out, X_OK) == 0)
 			return out;
 		if (!*e)
 			break;
@@ -538,7 +541,7 @@ BBX_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
 	int rc = (flags & AT_EMPTY_PATH) && !*path ? bbx_path_fd(dirfd, exe, PATH_MAX)
 							      : bbx_path_abs(dirfd, path, exe, PATH_MAX);
 	if (rc)
-		snprintf(exe, PATH_MAX, "%s", path);
+		bbx_scopy(exe, PATH_MAX, path);
 	long seq = record_exec("execveat", exe, argv, envp);
 	if (seq < 0)
 		return bbx_refuse((int)seq);

@@ -16,6 +16,7 @@
  * no indirection and no race between check and use can get around a deny_read path.
  */
 #include "shim.h"
+#include "journal/str.h"
 #include "policy/policy.h"
 #include "journal/redact.h"
 #include "journal/hot.h"
@@ -145,7 +146,7 @@ static void pol_load(void)
 	const struct bbx_pol_hdr *p = NULL;
 	if (bbx_journal_dir && *bbx_journal_dir) {
 		char path[PATH_MAX];
-		int n = snprintf(path, sizeof path, "%s/" BBX_POL_FILE, bbx_journal_dir);
+		int n = bbx_sjoin(path, sizeof path, bbx_journal_dir, BBX_POL_FILE);
 		if (n > 0 && (size_t)n < sizeof path) {
 			int rc = bbx_pol_map(path, &p);
 			if (rc && rc != -ENOENT) {

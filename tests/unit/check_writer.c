@@ -18,6 +18,7 @@
 #include "state.h"
 #include "sys.h"
 #include "writer.h"
+#include "str.h"
 #include "unit.h"
 
 #include <dirent.h>
@@ -1467,6 +1468,48 @@ START_TEST(test_dtab_collision)
 }
 END_TEST
 
+/* ---- journal/str.h: the copy and the join, as snprintf would make them ---- */
+
+START_TEST(test_str_as_snprintf)
+{
+	const char *v[] = {"", "a", "/", "/run/x", "0123456789abcdef"};
+	for (size_t cap = 0; cap < 40; cap++)
+		for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+			char want[40] = "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~", got[40];
+			memcpy(got, want, sizeof got);
+			int a = snprintf(want, cap, "%s", v[i]), b = bbx_scopy(got, cap, v[i]);
+			ck_assert_int_eq(a, b);
+			ck_assert_mem_eq(want, got, sizeof got);
+			for (size_t j = 0; j < sizeof v / sizeof *v; j++) {
+				memset(want, '~', sizeof want);
+				memset(got, '~', sizeof got);
+				a = snprintf(want, cap, "%s/%s", v[i], v[j]);
+				b = bbx_sjoin(got, cap, v[i], v[j]);
+				ck_assert_int_eq(a, b);
+				ck_assert_mem_eq(want, got, sizeof got);
+			}
+		}
+	/* the preserved copies' names, "%02x/%llu" and "%s/objects/%02x/%llu" */
+	const uint64_t seqs[] = {0, 1, 9, 10, 255, 256, 123456789, UINT64_MAX};
+	struct bbx_run r = {0};
+	snprintf(r.dir, sizeof r.dir, "/j");
+	for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++)
+		for (size_t cap = 1; cap < 40; cap++) {
+			char want[40], got[40];
+			int a = snprintf(want, cap, "%02x/%llu", bbx_run_object_shard(seqs[i]),
+					 (unsigned long long)seqs[i]);
+			ck_assert_int_eq(bbx_run_object_name(seqs[i], got, cap),
+					 (size_t)a >= cap ? -ENAMETOOLONG : 0);
+			ck_assert_str_eq(got, want);
+			a = snprintf(want, cap, "/j/objects/%02x/%llu", bbx_run_object_shard(seqs[i]),
+				     (unsigned long long)seqs[i]);
+			ck_assert_int_eq(bbx_run_object_path(&r, seqs[i], got, cap),
+					 (size_t)a >= cap ? -ENAMETOOLONG : 0);
+			ck_assert_str_eq(got, want);
+		}
+}
+END_TEST
+
 static Suite *writer_suite(void)
 {
 	Suite *s = suite_create("writer");
@@ -1503,6 +1546,10 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_cap_remove_copy_nth_write);
 	tcase_add_test(tc, test_cap_remove_short_record);
 	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("str");
+	tcase_add_test(tc, test_str_as_snprintf);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dtab");
