@@ -40,6 +40,13 @@ static char pool[4096];
 BBX_HOT static size_t pool_used;
 static const char *extra_env[MAX_EXTRA], *extra_argv[MAX_EXTRA];
 BBX_HOT static size_t n_extra_env, n_extra_argv;
+/* bbx_redact_use: the patterns got from the caller, not copied (NULL: the arrays) */
+BBX_HOT static const char *(*extra_got)(int kind, size_t i);
+
+static const char *extra(int kind, size_t i)
+{
+	return extra_got ? extra_got(kind, i) : kind ? extra_argv[i] : extra_env[i];
+}
 BBX_HOT static bool fingerprint;
 
 static const char *pool_copy(const char *s)
@@ -57,6 +64,9 @@ int bbx_redact_configure(const char *const *env_globs, size_t nenv,
 {
 	int rc = 0;
 	fingerprint = fp;
+	if (extra_got)
+		n_extra_env = n_extra_argv = 0; /* the patterns used so far were not ours */
+	extra_got = NULL;
 	for (size_t i = 0; i < nenv; i++) {
 		const char *c = n_extra_env < MAX_EXTRA ? pool_copy(env_globs[i]) : NULL;
 		if (!c)
@@ -74,8 +84,17 @@ int bbx_redact_configure(const char *const *env_globs, size_t nenv,
 	return rc;
 }
 
+void bbx_redact_use(const char *(*got)(int kind, size_t i), size_t nenv, size_t nargv, bool fp)
+{
+	fingerprint = fp;
+	n_extra_env = nenv;
+	n_extra_argv = nargv;
+	extra_got = got;
+}
+
 void bbx_redact_reset(void)
 {
+	extra_got = NULL;
 	pool_used = n_extra_env = n_extra_argv = 0;
 	fingerprint = false;
 }
@@ -484,7 +503,7 @@ static bool secret_name(const char *name)
 	if (default_secret_name(name))
 		return true;
 	for (size_t i = 0; i < n_extra_env; i++)
-		if (name_glob(extra_env[i], name))
+		if (name_glob(extra(0, i), name))
 			return true;
 	return false;
 }
@@ -538,7 +557,7 @@ static const char *argv_glob(const char *s, bool want_flag)
 {
 	size_t nd = sizeof default_argv / sizeof *default_argv;
 	for (size_t i = 0; i < nd + n_extra_argv; i++) {
-		const char *g = i < nd ? default_argv[i] : extra_argv[i - nd];
+		const char *g = i < nd ? default_argv[i] : extra(1, i - nd);
 		if (has_wild(g) != want_flag && bbx_redact_glob(g, s))
 			return g;
 	}

@@ -40,6 +40,13 @@
  * those that fitted are in use. */
 int bbx_redact_configure(const char *const *env_globs, size_t nenv,
 			 const char *const *argv_globs, size_t nargv, bool fingerprint);
+/* The same without copying (the shim: a copy wrote a page of .bss in every process
+ * that maps the policy, issue 5): the patterns are got(0, i) for i < nenv (env) and
+ * got(1, i) for i < nargv (argv), asked each time they are needed; got must be
+ * async-signal-safe and its strings must stay valid and unchanged.  Replaces whatever
+ * was configured before. */
+void bbx_redact_use(const char *(*got)(int kind, size_t i), size_t nenv, size_t nargv,
+		    bool fingerprint);
 /* Back to the defaults only, fingerprints off (tests). */
 void bbx_redact_reset(void);
 

@@ -192,6 +192,21 @@ static inline const struct bbx_pol_inode *bbx_pol_inodes(const struct bbx_pol_hd
 	return (const struct bbx_pol_inode *)((const char *)p + p->inodes_off);
 }
 
+/* [redact]'s patterns, in the policy's order: the env globs into env (at most cap), the
+ * argv globs into argv; their numbers into *ne and *na.  The strings are the blob's. */
+static inline void bbx_pol_redact_globs(const struct bbx_pol_hdr *p, const char **env,
+					const char **argv, size_t cap, size_t *ne, size_t *na)
+{
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	*ne = *na = 0;
+	for (uint32_t i = 0; i < p->n_rules; i++) {
+		if (r[i].section == BBX_PS_REDACT_ENV && *ne < cap)
+			env[(*ne)++] = bbx_pol_str(p, r[i].value);
+		else if (r[i].section == BBX_PS_REDACT_ARGV && *na < cap)
+			argv[(*na)++] = bbx_pol_str(p, r[i].value);
+	}
+}
+
 /* The outcome of a decision. */
 struct bbx_pol_verdict {
 	int decision;                   /* enum bbx_decision (record.h) */

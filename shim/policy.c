@@ -141,6 +141,45 @@ static void rfilt_build(const struct bbx_pol_hdr *p)
 	__atomic_store_n(&bbx_rfilt.ready, 1, __ATOMIC_RELEASE);
 }
 
+/* [redact]'s patterns are used where they lie, in the mapped policy, when each kind is
+ * a run of consecutive rules (one [redact] section with its env lines together and its
+ * argv lines together, as the default policy has them): where each run starts.  Copied
+ * (bbx_redact_configure) they cost every process that maps the policy a page of .bss
+ * (issue 5: 87 page faults in a zlib ./configure). */
+BBX_HOT static uint32_t redact_first[2];
+
+static const char *redact_got(int kind, size_t i)
+{
+	const struct bbx_pol_hdr *p = pol;
+	return bbx_pol_str(p, bbx_pol_rules(p)[redact_first[kind != 0] + i].value);
+}
+
+static void redact_load(const struct bbx_pol_hdr *p)
+{
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	size_t n[2] = {0, 0}, last[2] = {0, 0};
+	for (uint32_t i = 0; i < p->n_rules; i++) {
+		int k = r[i].section == BBX_PS_REDACT_ENV ? 0 : r[i].section == BBX_PS_REDACT_ARGV ? 1 : -1;
+		if (k < 0)
+			continue;
+		if (!n[k]++)
+			redact_first[k] = i;
+		last[k] = i;
+	}
+	int fp = p->redact_fingerprint != 0;
+	if (!n[0] && !n[1] && !fp)
+		return;
+	if ((!n[0] || last[0] - redact_first[0] + 1 == n[0]) &&
+	    (!n[1] || last[1] - redact_first[1] + 1 == n[1])) {
+		bbx_redact_use(redact_got, n[0], n[1], fp);
+		return;
+	}
+	const char *env[64], *argv[64];
+	size_t ne, na;
+	bbx_pol_redact_globs(p, env, argv, 64, &ne, &na);
+	(void)bbx_redact_configure(env, ne, argv, na, fp);
+}
+
 static void pol_load(void)
 {
 	const struct bbx_pol_hdr *p = NULL;
@@ -162,18 +201,7 @@ static void pol_load(void)
 		bbx_pol_index(p); /* mapped until the process ends */
 	if (p) {
 		bbx_results_all = p->results_all != 0; /* [journal] results */
-		/* [redact]: the policy's patterns beside the built-in ones. */
-		const char *env[64], *argv[64];
-		size_t ne = 0, na = 0;
-		const struct bbx_pol_rule *r = bbx_pol_rules(p);
-		for (uint32_t i = 0; i < p->n_rules; i++) {
-			if (r[i].section == BBX_PS_REDACT_ENV && ne < 64)
-				env[ne++] = bbx_pol_str(p, r[i].value);
-			else if (r[i].section == BBX_PS_REDACT_ARGV && na < 64)
-				argv[na++] = bbx_pol_str(p, r[i].value);
-		}
-		if (ne || na || p->redact_fingerprint)
-			(void)bbx_redact_configure(env, ne, argv, na, p->redact_fingerprint != 0);
+		redact_load(p); /* [redact]: the policy's patterns beside the built-in ones */
 	}
 	if (p && p->n_deny_read)
 		rfilt_build(p);

@@ -182,6 +182,15 @@ int main(int argc, char **argv)
 	find_shim(shim, sizeof shim);
 	if (access(shim, R_OK) < 0)
 		err(1, "shim %s", shim);
+	/* The command line in meta is redacted as the run's records are: the policy's
+	 * [redact] patterns beside the built-in ones. */
+	{
+		const struct bbx_pol_hdr *ph = pblob;
+		const char *eg[64], *ag[64];
+		size_t ne, na;
+		bbx_pol_redact_globs(ph, eg, ag, 64, &ne, &na);
+		(void)bbx_redact_configure(eg, ne, ag, na, ph->redact_fingerprint != 0);
+	}
 	char *cmdline = join_argv(cmd);
 	char absj[PATH_MAX];
 	if (jarg && jarg[0] != '/') {

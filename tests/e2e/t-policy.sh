@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 105
+plan 107
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -282,6 +282,23 @@ PW="pw-$RANDOM$RANDOM"
 run "$ENFORCE" sh -c "touch --password=$PW ghp_Zq8wN3vK5tY7uB1cD4eF6gH9jK2mL0pQ4rS6 $W/forbidden-marker"
 ! grep -rqa -e "$PW" -e ghp_Zq8wN3vK5tY7uB1cD4eF6gH9jK2mL0pQ4rS6 "$J" "$T_TMP/o" && said "REDACTED"
 ok $? "a refused command's secrets reach neither the journal nor stderr"
+
+# The policy's own [redact] patterns, beside the built-in ones, in every record a run's
+# processes write: each kind of line together (used where they lie in the mapped
+# policy, shim/policy.c, redact_load) and interleaved (copied, bbx_redact_configure).
+for layout in together interleaved; do
+	if [ $layout = together ]; then
+		R="[redact]\nenv = *_DOORCODE\nenv = VAULT_*\nargv = --doorcode=*\nargv = --vault\n"
+	else
+		R="[redact]\nenv = *_DOORCODE\nargv = --doorcode=*\nenv = VAULT_*\nargv = --vault\n"
+	fi
+	RP=$(pol "redact-$layout" "[paths]\nwrite = \${WORKSPACE}\n$R")
+	S1="dc-$RANDOM$RANDOM" S2="va-$RANDOM$RANDOM" S3="ar-$RANDOM$RANDOM" S4="vv-$RANDOM$RANDOM"
+	run "$RP" env FRONT_DOORCODE="$S1" VAULT_X="$S2" sh -c "sh -c 'touch \"\$4\"' x --doorcode=$S3 --vault $S4 redact-$layout"
+	n=$(bbx-log --records "$J" | grep -c ' EXEC ')
+	[ -e "$W/redact-$layout" ] && [ "$n" -ge 3 ] && ! grep -rqa -e "$S1" -e "$S2" -e "$S3" -e "$S4" "$J"
+	ok $? "[redact] patterns of the policy ($layout): none of four secrets in the journal or meta ($n EXEC records)"
+done
 
 # ---- programs the shim cannot enter --------------------------------------------------------
 run "$ENFORCE" sh -c "$STATIC $W/static-out"

@@ -170,6 +170,39 @@ START_TEST(test_configured)
 }
 END_TEST
 
+static const char *got_env = "*_PIN";
+static const char *got_pattern(int kind, size_t i)
+{
+	static const char *const a[] = {"--pin=*", "--passphrase", "-k*"};
+	return kind ? a[i] : got_env;
+}
+
+START_TEST(test_used_in_place)
+{
+	bbx_redact_reset();
+	ck_assert_str_eq(env("INTERNAL_PIN=1234"), "INTERNAL_PIN=1234");
+	bbx_redact_use(got_pattern, 1, 3, false);
+	ck_assert_str_eq(env("internal_pin=1234"), "internal_pin=" M);
+	ck_assert_str_eq(env("PATH=/bin"), "PATH=/bin");
+	ck_assert_str_eq(arg("t", "t", "--pin=1234"), "--pin=" M);
+	ck_assert_str_eq(arg("t", "--passphrase", "correct horse"), M);
+	ck_assert_str_eq(arg("t", "t", "-kabc"), "-k" M);
+	/* asked each time: a pattern changed in place is the one used */
+	got_env = "*_CODE";
+	ck_assert_str_eq(env("INTERNAL_PIN=1234"), "INTERNAL_PIN=1234");
+	ck_assert_str_eq(env("door_code=1234"), "door_code=" M);
+	got_env = "*_PIN";
+	/* configure replaces it (and copies) */
+	const char *e[] = {"*_SALT"};
+	ck_assert_int_eq(bbx_redact_configure(e, 1, NULL, 0, false), 0);
+	ck_assert_str_eq(env("INTERNAL_PIN=1234"), "INTERNAL_PIN=1234");
+	ck_assert_str_eq(env("MY_SALT=1234"), "MY_SALT=" M);
+	ck_assert_str_eq(arg("t", "t", "--pin=1234"), "--pin=1234");
+	bbx_redact_reset();
+	ck_assert_str_eq(env("MY_SALT=1234"), "MY_SALT=1234");
+}
+END_TEST
+
 START_TEST(test_fingerprint)
 {
 	bbx_redact_reset();
@@ -279,6 +312,7 @@ int main(void)
 	tcase_add_test(tc, test_shell_text);
 	tcase_add_test(tc, test_url_passwords);
 	tcase_add_test(tc, test_configured);
+	tcase_add_test(tc, test_used_in_place);
 	tcase_add_test(tc, test_fingerprint);
 	tcase_add_test(tc, test_truncation);
 	tcase_add_test(tc, test_clean_cache);
