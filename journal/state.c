@@ -301,7 +301,8 @@ BBX_HOT static struct bbx_state *ready_map;
 /* one bit per page of a full-size state file: its head and slot pages (1,025: 17 words;
  * each word more of the data page is one less for the start-up arena after it, whose
  * overflow is a page fault in every process, shim/init.c) */
-BBX_HOT static uint64_t ready_bits[(BBX_STATE_SLOTS * sizeof(struct bbx_state_slot) / 4096 + 1 + 63) / 64];
+#define READY_PAGES (BBX_STATE_SLOTS * sizeof(struct bbx_state_slot) / 4096 + 1)
+BBX_HOT static uint64_t ready_bits[(READY_PAGES + 63) / 64];
 
 /* A lookup is most often followed by a raise of the same slot (the first change of a
  * file): a read fault, then the filesystem's write fault on the same page, ~45 us here.

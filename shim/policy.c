@@ -159,7 +159,9 @@ static void redact_load(const struct bbx_pol_hdr *p)
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
 	size_t n[2] = {0, 0}, last[2] = {0, 0};
 	for (uint32_t i = 0; i < p->n_rules; i++) {
-		int k = r[i].section == BBX_PS_REDACT_ENV ? 0 : r[i].section == BBX_PS_REDACT_ARGV ? 1 : -1;
+		int k = r[i].section == BBX_PS_REDACT_ENV    ? 0
+			: r[i].section == BBX_PS_REDACT_ARGV ? 1
+							     : -1;
 		if (k < 0)
 			continue;
 		if (!n[k]++)
