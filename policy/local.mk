@@ -11,7 +11,7 @@ noinst_LTLIBRARIES += policy/libbbxpolc.la
 policy_libbbxpolc_la_SOURCES = policy/compile.c policy/compile.h policy/ini.c policy/ini.h
 nodist_policy_libbbxpolc_la_SOURCES = policy/default-ini.c
 policy_libbbxpolc_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
-policy_libbbxpolc_la_LIBADD = policy/libbbxpol.la $(INIH_LIBS)
+policy_libbbxpolc_la_LIBADD = policy/libbbxpol.la
 CLEANFILES += policy/default-ini.c
 policy/default-ini.c: $(top_srcdir)/policy.ini
 	$(AM_V_GEN)$(MKDIR_P) policy && { \

@@ -9,6 +9,7 @@ AM_TESTS_ENVIRONMENT = \
 	BBX_BUILDDIR='$(abs_top_builddir)'; export BBX_BUILDDIR; \
 	BBX_SHIM='$(abs_top_builddir)/shim/.libs/libbbxshim.so'; export BBX_SHIM; \
 	BBX_CALLWRAP='$(abs_top_builddir)/tests/progs/callwrap'; export BBX_CALLWRAP; \
+	BBX_TOOL_LIBS='$(SECCOMP_TOOL_LIBS) $(INIH_TOOL_LIBS)'; export BBX_TOOL_LIBS; \
 	PATH='$(abs_top_builddir)/tools':"$$PATH"; export PATH; \
 	unset BBX_JOURNAL BBX_STATE_DIR LD_PRELOAD; \
 	$(NULL)

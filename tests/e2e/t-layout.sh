@@ -8,7 +8,7 @@
 # capture's scratch comes populated, the one mapped for fork children does not; the
 # variables most processes touch lie in the data segment's page.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 13
+plan 14
 
 SO="$BBX_SHIM"
 # 1. Every function named in hot.ld that the shim has lies in the section that names it
@@ -218,4 +218,23 @@ grep -qx "reader 00" "$T_TMP/run.out"
 ok $? "a process that only reads, closes and dup2s maps no page of bbx_run"
 grep -qx "writer 11" "$T_TMP/run.out"
 ok $? "one that journals has its two pages"
+# 14. The tools link libseccomp and libinih statically when configure found the archives
+# (configure.ac, BBX_STATIC_DEP; BBX_TOOL_LIBS is what it chose): bbx-run starts before
+# every command, and each shared library is an open, four mmaps and ~5 page faults more.
+# Either way the binary must match the choice: a build that fell back to the shared
+# library while configure reported the archive fails here.
+bad=""
+for lib in seccomp inih; do
+	case " ${BBX_TOOL_LIBS:-} " in
+	*"/lib$lib.a "*) want=static ;;
+	*) want=shared ;;
+	esac
+	if readelf -dW "$BBX_BUILDDIR/tools/bbx-run" | grep -q "NEEDED.*\[lib$lib\.so"; then
+		got=shared
+	else got=static; fi
+	diag "lib$lib: configure chose $want, bbx-run has it $got"
+	[ "$want" = "$got" ] || bad="$bad lib$lib"
+done
+[ -z "$bad" ]
+ok $? "bbx-run links libseccomp and libinih as configure chose (static when the archives are installed)"
 finish

@@ -19,7 +19,7 @@ tests_progs_mkjournal_LDADD = journal/libbbxjournal.la
 # verify-run JDIR [json]: bbx_verify() on JDIR (t-verify.sh); exits with its result.
 check_PROGRAMS += tests/progs/verify-run
 tests_progs_verify_run_SOURCES = tests/progs/verify-run.c
-tests_progs_verify_run_LDADD = tools/libbbxtool.la
+tests_progs_verify_run_LDADD = $(TOOL_LIBS)
 # connect-bench: ns per connect(2), with and without the shim (README figure)
 check_PROGRAMS += tests/progs/connect-bench
 tests_progs_connect_bench_SOURCES = tests/progs/connect-bench.c

@@ -52,18 +52,18 @@ check_PROGRAMS += tests/unit/check_sandbox
 TESTS += tests/unit/check_sandbox
 tests_unit_check_sandbox_SOURCES = tests/unit/check_sandbox.c tests/unit/unit.h
 tests_unit_check_sandbox_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_unit_check_sandbox_LDADD = tools/libbbxtool.la $(CHECK_LIBS)
+tests_unit_check_sandbox_LDADD = $(TOOL_LIBS) $(CHECK_LIBS)
 
 tests_unit_check_chain_SOURCES = tests/unit/check_chain.c tests/unit/unit.h
 tests_unit_check_chain_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
-tests_unit_check_chain_LDADD = tools/libbbxtool.la $(CHECK_LIBS)
+tests_unit_check_chain_LDADD = $(TOOL_LIBS) $(CHECK_LIBS)
 
 # the policy compiler (policy/libbbxpolc.la: INI text to blob)
 check_PROGRAMS += tests/unit/check_policy
 TESTS += tests/unit/check_policy
 tests_unit_check_policy_SOURCES = tests/unit/check_policy.c tests/unit/unit.h
 tests_unit_check_policy_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_unit_check_policy_LDADD = policy/libbbxpolc.la $(CHECK_LIBS)
+tests_unit_check_policy_LDADD = $(POLC_LIBS) $(CHECK_LIBS)
 tests_unit_check_redact_SOURCES = tests/unit/check_redact.c tests/unit/unit.h
 tests_unit_check_redact_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_check_redact_LDADD = journal/libbbxjournal.la $(CHECK_LIBS)
