@@ -100,7 +100,7 @@ timeit() {
 	echo "$t1 - $t0" | bc >>"$f"
 }
 med() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-mm() { sort -n "$1" | awk 'NR==1{mn=$1} {mx=$1} END {printf "%.3f-%.3f", mn, mx}'; }
+mm() { sort -n "$1" | awk -v f="${2:-%.3f}" 'NR==1{mn=$1} {mx=$1} END {printf f "-" f, mn, mx}'; }
 div() { echo "$1 / $2" | bc -l; }
 
 # The "layers" variant's library: nothing in it, so a run under it costs what bbx-run's

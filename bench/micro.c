@@ -6,10 +6,13 @@
  * `bbx-run -- bench/micro ...` to get the shim's cost per call (bench/micro.sh does).
  *
  *   micro [-b BATCHES] [-n ITERS] DIR     median over BATCHES of ns/call, one line per op
- *   micro -s N                             N posix_spawn()+wait of /bin/true, us per start
+ *   micro -s N                             N posix_spawn()+wait of /bin/true, us per start, and
+ *                                          per start the CPU us and page faults of this
+ *                                          process and of the children
  *   micro -f N                             us to write k fresh pages, faulted vs MAP_POPULATE
  *
- * Output lines: "op NAME NS" (and "spawn US"; "pages K faulted US populated US").  Files are made in DIR. */
+ * Output lines: "op NAME NS" (and "spawn US self_cpu_us US child_cpu_us US self_faults N
+ * child_faults N"; "pages K faulted US populated US").  Files are made in DIR. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -184,6 +188,12 @@ static double measure(void (*fn)(void), int batches, int iters)
 	return m;
 }
 
+static double cpu_us(const struct rusage *r)
+{
+	return (double)(r->ru_utime.tv_sec + r->ru_stime.tv_sec) * 1e6 +
+	       (double)(r->ru_utime.tv_usec + r->ru_stime.tv_usec);
+}
+
 static int spawn(int n)
 {
 	char *argv[] = {"/bin/true", NULL};
@@ -196,7 +206,16 @@ static int spawn(int n)
 		check(errno == 0, "posix_spawn");
 		check(waitpid(pid, &st, 0) == pid, "waitpid");
 	}
-	printf("spawn %.1f\n", (now_ns() - t0) / n / 1000);
+	/* Then where the time went, per start: the CPU and page faults of this process
+	 * (posix_spawn's side: under the shim, the EXEC record and its policy check) and of
+	 * the children (the started program, under the shim its start-up). */
+	double us = (now_ns() - t0) / n / 1000;
+	struct rusage self, kids;
+	check(getrusage(RUSAGE_SELF, &self) == 0, "getrusage");
+	check(getrusage(RUSAGE_CHILDREN, &kids) == 0, "getrusage");
+	printf("spawn %.1f self_cpu_us %.1f child_cpu_us %.1f self_faults %.1f child_faults %.1f\n", us,
+	       cpu_us(&self) / n, cpu_us(&kids) / n, (double)self.ru_minflt / n,
+	       (double)kids.ru_minflt / n);
 	return 0;
 }
 

@@ -6,7 +6,9 @@
 # rounds of each invocation's median batch, the ratio to bare, and the cost split into
 # the kernel layers' (layers - bare) and the shim's (bbx - layers).  The sys: rows are
 # the floor (syscall(2), unseen by the shim) measured bare.  Then posix_spawn of
-# /bin/true, us per start.  The layers column needs a C compiler ($CC, default cc).
+# /bin/true, us per start, bare, layers and bbx, with the CPU and page faults of the
+# spawning process and of the started one.  The layers variant needs a C compiler ($CC,
+# default cc).
 # Usage: bench/micro.sh [ROUNDS]   (BENCH_MICRO_ARGS: default "-b 9 -n 20000";
 #                                    BENCH_SPAWN_N: default 2000;
 #                                    BENCH_CPU: pin every variant to that CPU;
@@ -43,6 +45,12 @@ for _ in $(seq "$ROUNDS"); do
 	echo $(($(stat -c %s "$J/journal") / 1024)) >>"$W/jk"
 	rm -rf "$J"
 	$PIN "$M" -s "$SN" >>"$W/s.bare"
+	if [ -n "$EMPTY" ]; then
+		# shellcheck disable=SC2086
+		BBX_SHIM=$EMPTY $PIN $BBX_RUN --journal "$J" -- "$M" -s "$SN" >>"$W/s.layers"
+		rm -rf "$J"
+	fi
+	# shellcheck disable=SC2086
 	$PIN $BBX_RUN --journal "$J" -- "$M" -s "$SN" >>"$W/s.bbx"
 	rm -rf "$J"
 done
@@ -69,10 +77,30 @@ done
 [ -n "$EMPTY" ] && echo "layers: bbx-run with an empty preloaded library (its seccomp filter and Landlock" \
 	"ruleset, no shim); layers+ = layers - bare, shim+ = bbx - layers"
 echo "journal of one micro run under bbx: $(med "$W/jk") KiB (median)"
-awk '{print $2}' "$W/s.bare" >"$W/a"
-awk '{print $2}' "$W/s.bbx" >"$W/b"
-printf 'posix_spawn+wait of /bin/true (%s per run): bare %.0f us, bbx %.0f us per start (%s / %s); shim start-up +%.0f us per process\n' \
-	"$SN" "$(med "$W/a")" "$(med "$W/b")" "$(mm "$W/a")" "$(mm "$W/b")" "$(echo "$(med "$W/b") - $(med "$W/a")" | bc)"
+# posix_spawn: per start, elapsed, and the CPU and page faults of the spawning process
+# (under the shim: the EXEC record, written before the start) and of the started program
+# (under the shim: its start-up), medians over the rounds.  The shim's cost is bbx -
+# layers: bare -> layers is what bbx-run's seccomp filter and Landlock ruleset and the
+# preloading of any library cost each process.
+echo "posix_spawn+wait of /bin/true ($SN per run), per start (median of the rounds; min-max):"
+printf '  %-7s %16s %9s %9s %8s %8s\n' variant us parent_us child_us p_flt c_flt
+for v in bare layers bbx; do
+	[ -s "$W/s.$v" ] || continue
+	for k in 2 4 6 8 10; do awk -v k=$k '{print $k}' "$W/s.$v" >"$W/s.$v.$k"; done
+	printf '  %-7s %6.0f %9s %9.0f %9.0f %8.1f %8.1f\n' "$v" "$(med "$W/s.$v.2")" "($(mm "$W/s.$v.2" %.0f))" \
+		"$(med "$W/s.$v.4")" "$(med "$W/s.$v.6")" "$(med "$W/s.$v.8")" "$(med "$W/s.$v.10")"
+done
+sb=$(med "$W/s.bbx.2") sa=$(med "$W/s.bare.2")
+if [ -s "$W/s.layers" ]; then
+	sl=$(med "$W/s.layers.2")
+	printf '  layers+ %+.0f us per start; shim start-up (bbx - layers) %+.0f us per start: %+.0f us CPU in the parent, %+.0f in the child\n' \
+		"$(echo "$sl - $sa" | bc)" "$(echo "$sb - $sl" | bc)" \
+		"$(echo "$(med "$W/s.bbx.4") - $(med "$W/s.layers.4")" | bc)" \
+		"$(echo "$(med "$W/s.bbx.6") - $(med "$W/s.layers.6")" | bc)"
+else
+	printf '  bbx - bare %+.0f us per start (no layers variant: the shim and the kernel layers together)\n' \
+		"$(echo "$sb - $sa" | bc)"
+fi
 # What the shim's memory layout decisions rest on: a page fault's cost here.
 echo "writing k fresh pages of a 14-page mapping, us (page faults, or MAP_POPULATE):"
 "$M" -f 2000 | sed 's/^/  /'
