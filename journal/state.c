@@ -126,6 +126,7 @@ static int init_lock(int fd)
 	char *m = mmap(NULL, BBX_STATE_HEAD, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
+	bbx_sys_random_access(m, BBX_STATE_HEAD);
 	pthread_mutexattr_t a;
 	int e = pthread_mutexattr_init(&a);
 	if (!e)
@@ -210,6 +211,7 @@ int bbx_state_map(const char *path, struct bbx_state **out)
 		rc = -errno;
 		goto out;
 	}
+	bbx_sys_random_access(st, (size_t)sb.st_size); /* before the first fault */
 	head_populate(st, (size_t)sb.st_size);
 	if (st->magic != BBX_STATE_MAGIC || st->nslots == 0 ||
 	    (st->nslots & (st->nslots - 1)) != 0 || state_len(st) > (size_t)sb.st_size) {
