@@ -284,19 +284,52 @@ START_TEST(test_clean_cache)
 	bbx_redact_envp(one, small, sizeof small);
 	for (int i = 0; i < 64; i++)
 		ck_assert_uint_eq(fresh[i], 0);
-	/* Two-way, and a hash only ever enters an empty slot: with a single pair, the first
-	 * two clean entries keep it, and a third (bash's changing "_=") is scanned every
-	 * time without evicting either; the output is unchanged. */
-	uint64_t pair[2] = {0};
-	bbx_redact_set_cache(pair, 2, 9);
-	char *three[] = {"A=1", "B=2", "_=/bin/true", NULL};
+	/* Four-way, and a hash only ever enters an empty slot: with a single group, the
+	 * first four clean entries keep it, and a fifth (bash's changing "_=") is scanned
+	 * every time without evicting any; the output is unchanged. */
+	uint64_t grp[4] = {0};
+	bbx_redact_set_cache(grp, 4, 9);
+	char *five[] = {"A=1", "B=2", "C=3", "D=4", "_=/bin/true", NULL};
 	char o1[64], o2[64];
-	size_t a = bbx_redact_envp(three, o1, sizeof o1);
-	const uint64_t ha = XXH64("A=1", 3, 9) | 1, hb = XXH64("B=2", 3, 9) | 1;
-	ck_assert((pair[0] == ha && pair[1] == hb) || (pair[0] == hb && pair[1] == ha));
-	ck_assert_uint_eq(bbx_redact_envp(three, o2, sizeof o2), a);
-	ck_assert((pair[0] == ha && pair[1] == hb) || (pair[0] == hb && pair[1] == ha));
-	ck_assert(memcmp(o1, o2, a) == 0 && memcmp(o1, "A=1\0B=2\0_=/bin/true", a) == 0);
+	size_t a = bbx_redact_envp(five, o1, sizeof o1);
+	uint64_t want[4];
+	for (int i = 0; i < 4; i++)
+		want[i] = XXH64(five[i], 3, 9) | 1;
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(grp[i], want[i]); /* in order: each took the first empty slot */
+	ck_assert_uint_eq(bbx_redact_envp(five, o2, sizeof o2), a);
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(grp[i], want[i]);
+	ck_assert(memcmp(o1, o2, a) == 0 && memcmp(o1, "A=1\0B=2\0C=3\0D=4\0_=/bin/true", a) == 0);
+	bbx_redact_set_cache(NULL, 0, 0);
+}
+END_TEST
+
+/* Every group of the table is used: the hash's lowest bit is always set (0 marks an
+ * empty slot), and a group taken from the whole hash left half of the table unused
+ * (100 entries in 256 slots: ~80 stored, ~20 scanned again at every exec). */
+START_TEST(test_clean_cache_spread)
+{
+	bbx_redact_reset();
+	static uint64_t slots[256];
+	memset(slots, 0, sizeof slots);
+	bbx_redact_set_cache(slots, 256, 0x5eed);
+	char names[100][16];
+	char *envp[101];
+	for (int i = 0; i < 100; i++) {
+		snprintf(names[i], sizeof names[i], "VAR%d=v%d", i, i);
+		envp[i] = names[i];
+	}
+	envp[100] = NULL;
+	static char out[4096];
+	bbx_redact_envp(envp, out, sizeof out);
+	int used = 0, low = 0;
+	for (int i = 0; i < 256; i++) {
+		used += slots[i] != 0;
+		low += slots[i] != 0 && i % 4 < 2;
+	}
+	ck_assert_int_ge(used, 95);
+	ck_assert_int_gt(low, 0);
 	bbx_redact_set_cache(NULL, 0, 0);
 }
 END_TEST
@@ -316,6 +349,7 @@ int main(void)
 	tcase_add_test(tc, test_fingerprint);
 	tcase_add_test(tc, test_truncation);
 	tcase_add_test(tc, test_clean_cache);
+	tcase_add_test(tc, test_clean_cache_spread);
 	suite_add_tcase(s, tc);
 	return unit_main(s);
 }
