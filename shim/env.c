@@ -23,7 +23,12 @@ static char *env_journal = ""; /* "BBX_JOURNAL=<run dir>" or "" */
 static const char *shim_base = "libbbxshim.so";
 static size_t shim_base_len = sizeof "libbbxshim.so" - 1;
 
-static int has_prefix(const char *s, const char *p, size_t n) { return strncmp(s, p, n) == 0; }
+/* The first byte first: most entries of an environment start with neither L nor B, and
+ * strncmp per entry and name was ~3.7k instructions of an EXEC record (callgrind). */
+static int has_prefix(const char *s, const char *p, size_t n)
+{
+	return s[0] == p[0] && strncmp(s, p, n) == 0;
+}
 
 /* Does an LD_PRELOAD value name our library?  (Entries are separated by ' ' or ':'.) */
 static int preload_has_shim(const char *v)
