@@ -314,7 +314,7 @@ START_TEST(test_clean_cache_spread)
 	static uint64_t slots[256];
 	memset(slots, 0, sizeof slots);
 	bbx_redact_set_cache(slots, 256, 0x5eed);
-	char names[100][16];
+	char names[100][32];
 	char *envp[101];
 	for (int i = 0; i < 100; i++) {
 		snprintf(names[i], sizeof names[i], "VAR%d=v%d", i, i);
