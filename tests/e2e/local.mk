@@ -21,7 +21,7 @@ EXTRA_DIST += tests/e2e/t-preload.sh
 # policy: path, read and exec enforcement by real programs under fixture policies
 TESTS += tests/e2e/t-policy.sh
 TESTS += tests/e2e/t-cost.sh
-EXTRA_DIST += tests/e2e/t-cost.sh tests/e2e/costops.py
+EXTRA_DIST += tests/e2e/t-cost.sh tests/e2e/costops.py tests/e2e/stcalls.py
 # the shim's layout: fork-child and start-up code packed (shim/hot.ld), one data page, the
 # policy's page tables inherited by fork children
 TESTS += tests/e2e/t-layout.sh

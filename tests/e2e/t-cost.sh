@@ -234,24 +234,14 @@ diag "subshell redirections: $nkid children created a file, $nbind lazy bindings
 w=$(new_ws)
 (cd "$w" && strace -f -e trace=openat,mmap -o "$T_TMP/pop.st" bbx-run --quiet --journal "$T_TMP/j.pop" -- sh -c 'touch a; touch b')
 strace -e trace=openat,mmap -o "$T_TMP/popl.st" bbx-log "$T_TMP/j.pop" >/dev/null
-read -r npol npolpop njr njrpop < <(python3 - "$T_TMP/pop.st" "$T_TMP/popl.st" <<'EOF2'
-import re, sys
+read -r npol npolpop njr njrpop < <(python3 - "$T_TMP/pop.st" "$T_TMP/popl.st" "$BBX_SRCDIR/tests/e2e" <<'EOF2'
+import sys
+sys.path.insert(0, sys.argv[3])
+from stcalls import mappings
 def maps(path, name):
     # (mmaps of the file opened read-only, those with MAP_POPULATE), per opening
-    want, n, pop = {}, 0, 0
-    for line in open(path):
-        m = re.match(r"(?:(\d+) +)?(.*)", line)
-        pid, call = m.group(1) or "0", m.group(2)
-        o = re.match(r'openat\(AT_FDCWD, "[^"]*/' + name + r'", O_RDONLY[^)]*\) = (\d+)$', call)
-        if o:
-            want[pid] = o.group(1)
-            continue
-        mm = re.match(r"mmap\(NULL, \d+, PROT_READ, ([A-Z_|]+), (\d+), 0\)", call)
-        if mm and want.get(pid) == mm.group(2):
-            n += 1
-            pop += "MAP_POPULATE" in mm.group(1)
-            del want[pid]
-    return n, pop
+    m = [fl for _, prot, fl, _, _ in mappings(path, name, "O_RDONLY") if prot == "PROT_READ"]
+    return len(m), sum("MAP_POPULATE" in fl for fl in m)
 print(*maps(sys.argv[1], "policy"), *maps(sys.argv[2], "journal"))
 EOF2
 )
@@ -269,26 +259,16 @@ ok $? "the compiled policy ($npolpop of $npol) and a journal read by bbx-log ($n
 # file, not all of them (fincore; not on tmpfs, whose fallocate allocates every page).
 w=$(new_ws)
 (cd "$w" && strace -f -e trace=openat,mmap,madvise -o "$T_TMP/rnd.st" bbx-run --quiet --journal "$T_TMP/j.rnd" -- sh -c 'touch a; (touch b)')
-read -r nst nrnd < <(python3 - "$T_TMP/rnd.st" <<'EOF2'
-import re, sys
-fd, addr, n, rnd = {}, {}, 0, 0
-for line in open(sys.argv[1]):
-    m = re.match(r"(?:(\d+) +)?(.*)", line)
-    pid, call = m.group(1) or "0", m.group(2)
-    o = re.match(r'openat\(AT_FDCWD, "[^"]*/state", O_RDWR[^)]*\) = (\d+)$', call)
-    if o:
-        fd[pid] = o.group(1)
-        continue
-    mm = re.match(r"mmap\(NULL, \d+, PROT_READ\|PROT_WRITE, MAP_SHARED, (\d+), 0\) = (0x[0-9a-f]+)$", call)
-    if mm and fd.get(pid) == mm.group(1):
-        n += 1
-        addr[pid] = mm.group(2)
-        del fd[pid]
-        continue
-    a = re.match(r"madvise\((0x[0-9a-f]+), \d+, MADV_RANDOM\) = 0$", call)
-    if a and addr.get(pid) == a.group(1):
-        rnd += 1
-        del addr[pid]
+read -r nst nrnd < <(python3 - "$T_TMP/rnd.st" "$BBX_SRCDIR/tests/e2e" <<'EOF2'
+import sys
+sys.path.insert(0, sys.argv[2])
+from stcalls import mappings
+m = [(addr, after) for _, prot, fl, addr, after in mappings(sys.argv[1], "state", "O_RDWR")
+     if prot == "PROT_READ|PROT_WRITE" and fl == "MAP_SHARED"]
+n = len(m)
+# the advice is the process's next call after the mmap, on the mapping's address
+rnd = sum(bool(after) and after[0].startswith("madvise(%s, " % addr) and
+          "MADV_RANDOM) = 0" in after[0] for addr, after in m)
 print(n, rnd)
 EOF2
 )
