@@ -632,7 +632,7 @@ void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed)
  * without its lowest bit, which is always set (0 marks an empty slot): taken from the
  * whole hash, as the two-way table did, half of its pairs were never used, and in an
  * environment of 45 entries three were scanned at every exec, ~12k instructions of the
- * ~52k an EXEC record cost (callgrind, issue 5). */
+ * ~55k an EXEC record cost (callgrind, issue 5). */
 #define CLEAN_WAYS 4
 size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 {

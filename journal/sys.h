@@ -91,8 +91,8 @@ static inline void bbx_sys_populate_write(const void *p, size_t len)
  * fault on a page of the state file (a file of unwritten, preallocated blocks) read
  * around it as much as the device's read_ahead_kb allowed, 8 MiB on the reference VM:
  * the whole 4 MiB file allocated and zeroed in the page cache on the run's first
- * touch, ~0.7 ms of a 12 ms no-op transaction (perf: filemap_fault ->
- * page_cache_ra_order; issue 5).  Advice only: a failure changes nothing else. */
+ * touch, ~6 % of a no-op transaction (perf: filemap_fault -> page_cache_ra_order;
+ * issue 5).  Advice only: a failure changes nothing else. */
 static inline void bbx_sys_random_access(const void *p, size_t len)
 {
 	(void)bbx_sys_raw4(SYS_madvise, (long)p, (long)len, MADV_RANDOM, 0);
