@@ -104,15 +104,25 @@ void bbx_enc_begin(struct bbx_enc *e, void *buf, size_t cap, int type)
 	bbx_enc_u64(e, BBX_T_CHAIN, 0);
 }
 
+uint64_t bbx_rec_sum(void *rec, size_t len)
+{
+	uint8_t *b = rec;
+	uint64_t h = XXH64(b, len - BBX_REC_TRAILER_LEN, 0);
+	put64(b + len - BBX_REC_TRAILER_LEN, h);
+	return h;
+}
+
 uint64_t bbx_rec_set_chain(void *rec, size_t len, uint64_t chain)
 {
 	uint8_t *b = rec;
 	if (len < BBX_REC_CHAIN_OFF + BBX_REC_CHAIN_LEN + BBX_REC_TRAILER_LEN)
 		return get64(b + len - BBX_REC_TRAILER_LEN);
+	/* (Every record bbx_enc_begin made has the field, so a record left unsummed by
+	 * bbx_enc_finish_unsummed is always summed here.) */
 	if (get16(b + BBX_REC_CHAIN_OFF) == BBX_T_CHAIN &&
 	    get32(b + BBX_REC_CHAIN_OFF + 2) == 8 && get32(b + 12) == BBX_REC_HDR_LEN) {
 		put64(b + BBX_REC_CHAIN_OFF + 6, chain);
-		put64(b + len - BBX_REC_TRAILER_LEN, XXH64(b, len - BBX_REC_TRAILER_LEN, 0));
+		return bbx_rec_sum(b, len);
 	}
 	return get64(b + len - BBX_REC_TRAILER_LEN);
 }
@@ -182,6 +192,14 @@ void bbx_enc_stat(struct bbx_enc *e, const struct bbx_stat *st)
 
 long bbx_enc_finish(struct bbx_enc *e, const struct bbx_rec_hdr *h)
 {
+	long n = bbx_enc_finish_unsummed(e, h);
+	if (n > 0)
+		bbx_rec_sum(e->buf, (size_t)n);
+	return n;
+}
+
+long bbx_enc_finish_unsummed(struct bbx_enc *e, const struct bbx_rec_hdr *h)
+{
 	if (e->err)
 		return e->err;
 	uint8_t *b = e->buf;
@@ -197,7 +215,7 @@ long bbx_enc_finish(struct bbx_enc *e, const struct bbx_rec_hdr *h)
 	put32(b + 44, (uint32_t)h->ppid);
 	put32(b + 48, h->uid);
 	put32(b + 52, h->flags);
-	put64(b + e->len, XXH64(b, e->len, 0));
+	put64(b + e->len, 0);
 	return (long)total;
 }
 

@@ -184,9 +184,12 @@ void bbx_enc_stat(struct bbx_enc *e, const struct bbx_stat *st);
 #define BBX_REC_CHAIN_LEN 14
 
 /* Sets the CHAIN value of a finished record of len bytes (if its first field is the
- * CHAIN reserved by bbx_enc_begin) and recomputes the trailer.  Returns the record's
+ * CHAIN reserved by bbx_enc_begin) and computes the trailer.  Returns the record's
  * trailer (its XXH64 checksum) either way: the next record's chain value. */
 uint64_t bbx_rec_set_chain(void *rec, size_t len, uint64_t chain);
+/* Computes a finished record's trailer (XXH64 of all that precedes it), stores it and
+ * returns it.  len >= BBX_REC_TRAILER_LEN. */
+uint64_t bbx_rec_sum(void *rec, size_t len);
 
 /* Header values filled in at finish time. */
 struct bbx_rec_hdr {
@@ -198,6 +201,10 @@ struct bbx_rec_hdr {
 /* Completes the header and the checksum.  Returns the record length, -ENAMETOOLONG
  * when the fields did not fit in the buffer, or -E2BIG past BBX_REC_MAX_LEN. */
 long bbx_enc_finish(struct bbx_enc *e, const struct bbx_rec_hdr *h);
+/* The same without the checksum (the trailer is left 0), for a record that reaches the
+ * journal only through bbx_writer_append_chained*, which computes it there anyway once
+ * the CHAIN value is in (the shim's records, run.c: one XXH64 a record, not two). */
+long bbx_enc_finish_unsummed(struct bbx_enc *e, const struct bbx_rec_hdr *h);
 
 /* A decoded record.  Pointers refer into the record bytes and live as long as they. */
 struct bbx_rec {

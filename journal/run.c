@@ -399,7 +399,8 @@ static long finish_rec(struct bbx_enc *e, uint64_t seq)
 	} else {
 		h.pid = ids_pid, h.ppid = ids_ppid, h.uid = ids_uid;
 	}
-	return bbx_enc_finish(e, &h);
+	/* Summed by the writer, under the journal lock, once its CHAIN value is in. */
+	return bbx_enc_finish_unsummed(e, &h);
 }
 
 static void prologue_if_pending(struct bbx_run *run)

@@ -222,6 +222,12 @@ int bbx_writer_append_chained_n(struct bbx_writer *w, struct bbx_state *st, void
 	uint8_t *b = recs;
 	pthread_mutex_t *mu = st ? bbx_state_lock(st) : NULL;
 	if (!mu) {
+		/* No chain to link into: each record's checksum only (unsummed records). */
+		for (size_t off = 0, l; off < len; off += l) {
+			l = rec_len_at(b + off, len - off);
+			if (l >= BBX_REC_TRAILER_LEN)
+				bbx_rec_sum(b + off, l);
+		}
 		int rc = bbx_writer_append(w, recs, len);
 		if (pos) {
 			pos->chain = get64le(b + len - BBX_REC_TRAILER_LEN);
