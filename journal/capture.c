@@ -1119,8 +1119,18 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		enc_kept(&e, seq, how, (uint64_t)sb.st_size, ns, &ov);
 	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
 	enc_stat(&e, &sb);
-	rc = preserve_before_rename ? bbx_run_emit_later(run, &e, seq)
-				    : bbx_run_emit(run, &e, seq);
+	/* Held back too when it keeps nothing (how=none: a name of an inode the run
+	 * created, which undo skips): such a record is evidence only, not an undo step,
+	 * and it goes out with the thread's next record or at the process's end like a
+	 * RESULT (run.h; rm -r of a tree the run made, a compiler's temporary files: one
+	 * write(2) per several removals instead of one per removal). */
+	if (preserve_before_rename || how == BBX_HOW_NONE) {
+		rc = bbx_run_emit_later(run, &e, seq);
+		if (rc == 0 && how == BBX_HOW_NONE)
+			bbx_run_last_seq = seq; /* the call's RESULT points at it (shim.h) */
+	} else {
+		rc = bbx_run_emit(run, &e, seq);
+	}
 	if (rc && (how == BBX_HOW_LINK || how == BBX_HOW_COPY || how == BBX_HOW_REFLINK) &&
 	    bbx_run_last_seq != seq)
 		unlink(tls.obj);

@@ -6,6 +6,13 @@
 import os
 import sys
 
+if sys.argv[1] == "--prep":
+    # Made before the run, by the test, outside it: files the run did not create.
+    op, n = sys.argv[2], int(sys.argv[3])
+    if op == "unlinkold":
+        for i in range(n):
+            open("f%d" % i, "w").write("old %d\n" % i)
+    sys.exit(0)
 op, n = sys.argv[1], int(sys.argv[2])
 open("warm", "w").close()
 if op in ("rename", "link"):
@@ -41,7 +48,7 @@ for i in range(n):
         os.rename("src", "dst") if i % 2 == 0 else os.rename("dst", "src")
     elif op == "create":
         os.close(os.open("f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    elif op == "unlink":
+    elif op in ("unlink", "unlinkold"):
         os.unlink("f%d" % i)
     elif op == "unlinkat":
         os.unlink("f%d" % i, dir_fd=dfd)
