@@ -86,15 +86,18 @@ extern void (*bbx_run_prologue)(struct bbx_run *run);
  * (bbx_writer_append_chained).  Returns 0 or -errno. */
 int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
 
-/* Deferred records: the shim's RESULTs (the outcome of a call, written after it) wait in
- * the thread's buffer and go out with the thread's next record, in the same write(2) -
- * one write per journaled call instead of two.  Pending records are written at the
+/* Deferred records: the shim's RESULTs (the outcome of a call, written after it), and
+ * the PRESERVEs that keep nothing (how=none: a removed name of a file the run created,
+ * which undo skips; capture.c, bbx_cap_remove), wait in the thread's buffer and go out
+ * with the thread's next record, in the same write(2) - one write per journaled call
+ * instead of two.  Pending records are written at the
  * latest when the process forks (atfork), execs (its EXEC record), exits (exit()'s
  * destructors, the shim's _exit and _Exit, syscall(SYS_exit_group)), or when the buffer
  * fills.  Each is finished (time, ids, seq) when the call returns, so what it says does
  * not change with the delay; only its place in the file does.  A process killed by a
  * signal loses its pending RESULTs, which undo tolerates (it then checks the file system
- * itself) and bbx-log shows as an outcome not recorded.  Only while the process is
+ * itself) and bbx-log shows as an outcome not recorded, and its pending removals, which
+ * undo never needed (the evidence of who removed the file is what is lost).  Only while the process is
  * single-threaded (glibc's __libc_single_threaded) and [journal] sync is off: otherwise
  * bbx_run_emit_later is bbx_run_emit.  bbx_run_defer_on is set by the shim (never in
  * the tools); bbx_run_defer_tls by the thread's scratch (capture.c). */
