@@ -49,11 +49,7 @@ static void enc_list(struct bbx_enc *e, int tag, int kind, const void *list, siz
 		e->err = -ENAMETOOLONG;
 		return;
 	}
-	p[0] = (uint8_t)tag;
-	p[1] = (uint8_t)(tag >> 8);
-	for (int i = 0; i < 4; i++)
-		p[2 + i] = (uint8_t)(n >> (8 * i));
-	e->len += 6 + n;
+	bbx_enc_commit(e, tag, n);
 }
 
 /* The buffer for one record: the scratch's, else a mapping of *cap bytes. */
