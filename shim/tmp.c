@@ -10,6 +10,7 @@
  */
 #include "shim.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -18,16 +19,37 @@
 
 static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
+/* The six letters.  Each name is made with O_EXCL (a file) or mkdir (a directory), so a
+ * name someone guessed and took first costs a retry, never a file of theirs opened: the
+ * letters need to differ, not to be unpredictable.  So, as glibc's __gen_tempname does
+ * for these calls, no getrandom(2) per name (one system call per sed -i file, per
+ * compiler temporary: issue 5): a splitmix64 sequence, seeded by the process's first
+ * name from getrandom (or the clock and pid without it), each step also mixing in the
+ * time-stamp counter, so that a fork child and its parent, which share the state,
+ * part at once.  (Two processes of the run are unlikely to meet; if they do, the
+ * create fails with EEXIST and the next name is tried, as with any other name.) */
+static uint64_t tmp_state;
+
+static uint64_t next_bits(void)
+{
+	if (!__atomic_load_n(&tmp_state, __ATOMIC_RELAXED)) {
+		uint64_t seed;
+		if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+			seed = __builtin_ia32_rdtsc() ^ (uint64_t)getpid() << 32;
+		__atomic_store_n(&tmp_state, seed | 1, __ATOMIC_RELAXED);
+	}
+	uint64_t z = __atomic_add_fetch(&tmp_state, 0x9e3779b97f4a7c15ull, __ATOMIC_RELAXED) ^
+		     __builtin_ia32_rdtsc();
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 static void fill_random(char *x)
 {
-	unsigned char r[6];
-	if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-		unsigned long long t = __builtin_ia32_rdtsc() ^ (unsigned long long)getpid() << 20;
-		for (int i = 0; i < 6; i++, t >>= 7)
-			r[i] = (unsigned char)(t * 2654435761u >> 13);
-	}
-	for (int i = 0; i < 6; i++)
-		x[i] = letters[r[i] % (sizeof letters - 1)];
+	uint64_t r = next_bits();
+	for (int i = 0; i < 6; i++, r >>= 8)
+		x[i] = letters[(r & 0xff) % (sizeof letters - 1)];
 }
 
 /* dir: mkdtemp; else a file opened O_RDWR|O_CREAT|O_EXCL|flags.  Returns fd, 0, or -1. */

@@ -36,6 +36,12 @@ if op == "shards":
         open("o/%02x/warm" % k, "w").close()
 if op == "readsym":
     os.symlink(".", "sl")
+if op == "mkstemp":
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)  # the shim's mkstemp: it is preloaded
+    os.mkdir("d")
+    open("d/warm", "w").close()
+    tmpl = [ctypes.create_string_buffer(b"d/tXXXXXX") for _ in range(n)]
 here = os.getcwd()
 if op == "unlinkat":
     os.mkdir("d")
@@ -48,6 +54,11 @@ for i in range(n):
         os.rename("src", "dst") if i % 2 == 0 else os.rename("dst", "src")
     elif op == "create":
         os.close(os.open("f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    elif op == "mkstemp":
+        fd = libc.mkstemp(tmpl[i])
+        if fd < 0:
+            sys.exit("mkstemp: errno %d" % ctypes.get_errno())
+        os.close(fd)
     elif op in ("unlink", "unlinkold"):
         os.unlink("f%d" % i)
     elif op == "unlinkat":
