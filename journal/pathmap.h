@@ -7,10 +7,13 @@
 #define BBX_PATHMAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+/* Zero-initialise ({0}) before the first put. */
 struct bbx_pathmap {
 	const char **keys;
 	size_t *vals;
+	uint32_t *hs; /* each key's hash (pathmap.c) */
 	size_t cap, len;
 };
 

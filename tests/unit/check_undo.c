@@ -4,6 +4,7 @@
  * and bbx_undo_run on a real directory built by the capture layer.
  */
 #include "journal/capture.h"
+#include "journal/pathmap.h"
 #include "journal/reader.h"
 #include "journal/undo.h"
 #include "unit.h"
@@ -277,6 +278,39 @@ START_TEST(path_clean)
 }
 END_TEST
 
+/* The tools' path map (seal, undo, bbx-diff): keys found again with their values across
+ * every growth, past the size from which its table is a populated mapping (pathmap.c),
+ * and keys that differ in their last byte only. */
+START_TEST(pathmap_grows_and_finds)
+{
+	enum { N = 20000 };
+	static char keys[N][48];
+	struct bbx_pathmap m = {0};
+	size_t *slot;
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof keys[i], "/work/ws/node_modules/p%d/f%d", i / 7, i % 7);
+		ck_assert_int_eq(bbx_pathmap_put(&m, keys[i], &slot), 1);
+		*slot = (size_t)i + 1;
+	}
+	ck_assert_uint_eq(m.len, N);
+	ck_assert_uint_ge(m.cap, 2 * N);
+	for (int i = 0; i < N; i++) {
+		char again[48];
+		memcpy(again, keys[i], sizeof again); /* another pointer, the same words */
+		size_t *v = bbx_pathmap_get(&m, again);
+		ck_assert_ptr_nonnull(v);
+		ck_assert_uint_eq(*v, (size_t)i + 1);
+		ck_assert_int_eq(bbx_pathmap_put(&m, again, &slot), 0);
+		ck_assert_ptr_eq(slot, v);
+	}
+	ck_assert_ptr_null(bbx_pathmap_get(&m, "/work/ws/node_modules/p0/f7"));
+	ck_assert_ptr_null(bbx_pathmap_get(&m, "/work/ws/node_modules/p0/f"));
+	ck_assert_uint_eq(m.len, N);
+	bbx_pathmap_free(&m);
+	ck_assert_ptr_null(bbx_pathmap_get(&m, keys[0]));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("undo");
@@ -287,6 +321,7 @@ int main(void)
 	tcase_add_test(tc, undo_run_restores_real_tree);
 	tcase_add_test(tc, undo_excl_without_result);
 	tcase_add_test(tc, path_clean);
+	tcase_add_test(tc, pathmap_grows_and_finds);
 	suite_add_tcase(s, tc);
 	return unit_main(s);
 }
