@@ -482,6 +482,46 @@ START_TEST(test_builtin_default)
 }
 END_TEST
 
+/* Roots nested in either order, and of several lengths: the index's early stops (the
+ * section's first root matched; no root as long as the next prefix: match.c,
+ * hx_first1 and hx_maxlen) decide as the scan does, the first root in file order
+ * winning.  Paths end at, inside, beside and past the longest root. */
+START_TEST(test_index_nested_roots)
+{
+	struct bbx_pol_hdr *p = ok_comp("[paths]\n"
+					"write = /nonexistent-ws/src\n"
+					"write = /nonexistent-ws\n"
+					"write = /tmp\n"
+					"write = /nonexistent-ws/src/main.c/x\n"
+					"write = /var/nonexistent-ws/the/longest/root\n"
+					"deny_read = /nonexistent-home/.config\n"
+					"deny_read = /nonexistent-home/.config/gh/hooks\n"
+					"deny_read = /nonexistent-home\n");
+	struct bbx_pol_verdict v;
+	bbx_pol_write(p, "/nonexistent-ws/src/main.c/x/y", &v);
+	ck_assert_int_eq(v.decision, BBX_DEC_ALLOW);
+	const struct bbx_pol_rule *first = v.rule;
+	ck_assert_str_eq(bbx_pol_str(p, first->value), "/nonexistent-ws/src");
+	index_agrees(p, 1);
+	bbx_pol_write(p, "/nonexistent-ws/src/main.c/x/y", &v);
+	ck_assert_ptr_eq(v.rule, first);
+	bbx_pol_write(p, "/nonexistent-ws/srcx", &v);
+	ck_assert_str_eq(bbx_pol_str(p, v.rule->value), "/nonexistent-ws");
+	bbx_pol_read(p, "/nonexistent-home/.config/gh/hooks/x", &v);
+	ck_assert_str_eq(bbx_pol_str(p, v.rule->value), "/nonexistent-home/.config");
+	bbx_pol_read(p, "/nonexistent-home/.configx", &v);
+	ck_assert_str_eq(bbx_pol_str(p, v.rule->value), "/nonexistent-home");
+	/* The longest write root, under no other: matched exactly and below, not beside. */
+	bbx_pol_write(p, "/var/nonexistent-ws/the/longest/root", &v);
+	ck_assert_int_eq(v.decision, BBX_DEC_ALLOW);
+	bbx_pol_write(p, "/var/nonexistent-ws/the/longest/root/z", &v);
+	ck_assert_int_eq(v.decision, BBX_DEC_ALLOW);
+	bbx_pol_write(p, "/var/nonexistent-ws/the/longest/rootz", &v);
+	ck_assert_int_eq(v.decision, BBX_DEC_DENY);
+	free(p);
+}
+END_TEST
+
 /* A blob without an index (an older compiler's) and one whose index fails its checks
  * (every word past its magic and size damaged): each process builds its own, and it
  * decides as the scan does. */
@@ -603,6 +643,7 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, test_exec_rules);
 	tcase_add_test(tc, test_defaults_and_general);
 	tcase_add_test(tc, test_builtin_default);
+	tcase_add_test(tc, test_index_nested_roots);
 	tcase_add_test(tc, test_index_absent);
 	tcase_add_test(tc, test_index_damaged);
 	tcase_add_test(tc, test_deny_read_inodes_and_install);
