@@ -181,11 +181,9 @@ static inline __attribute__((always_inline)) uint8_t *enc_fixed(struct bbx_enc *
 		e->err = -ENAMETOOLONG;
 		return NULL;
 	}
-	uint8_t *p = e->buf + e->len;
-	put16(p, (uint16_t)tag);
-	put32(p + 2, (uint32_t)n);
-	e->len += 6 + n;
-	return p + 6;
+	uint8_t *p = e->buf + e->len + 6;
+	bbx_enc_commit(e, tag, n);
+	return p;
 }
 
 void bbx_enc_u32(struct bbx_enc *e, int tag, uint32_t v)
