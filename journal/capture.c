@@ -211,7 +211,11 @@ static int at_of(const char *p, const char **name)
 }
 
 /* newfstatat through the memo (capture.h): the same question in the same epoch gets
- * the same answer, errno included. */
+ * the same answer, errno included.  A stat that follows is asked as an lstat first:
+ * unless the name is a symlink the answer is the same (a missing or unreachable name
+ * fails both ways alike), and the lstat the capture or the policy asks next in the
+ * same call is then in the memo (a chmod -R of files older than the run: four path
+ * walks a call became two, issue 5).  A symlink costs the second call. */
 static int k_statat(const char *p, struct stat *sb, int follow)
 {
 	int r = bbx_stat_memo_get(p, follow, sb);
@@ -219,13 +223,20 @@ static int k_statat(const char *p, struct stat *sb, int follow)
 		return r;
 	const char *name;
 	char dir[BBX_MEMO_PATH];
-	int flags = follow ? 0 : AT_SYMLINK_NOFOLLOW;
+	int flags = AT_SYMLINK_NOFOLLOW;
 	int dfd = at_of_dir(p, &name, dir, &flags);
 	int e = bbx_sys_fstatat(dfd, name, sb, flags);
 	r = e ? -1 : 0;
 	if (e)
 		errno = -e;
-	bbx_stat_memo_put(p, follow, r, errno, sb);
+	bbx_stat_memo_put(p, 0, r, errno, sb);
+	if (!follow || r < 0 || !S_ISLNK(sb->st_mode))
+		return r;
+	e = bbx_sys_fstatat(dfd, name, sb, flags & ~AT_SYMLINK_NOFOLLOW);
+	r = e ? -1 : 0;
+	if (e)
+		errno = -e;
+	bbx_stat_memo_put(p, 1, r, errno, sb);
 	return r;
 }
 
@@ -240,7 +251,9 @@ int bbx_stat_memo_get(const char *p, int follow, struct stat *sb)
 		return -2;
 	for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
 		struct bbx_stat_memo *m = &s->memo[i];
-		if (m->epoch == ep && (m->follow == follow || (follow == 1 && m->follow == 2)) &&
+		if (m->epoch == ep &&
+		    (m->follow == follow || m->follow == 2 ||
+		     (follow == 1 && m->follow == 0 && (m->ret || !S_ISLNK(m->sb.st_mode)))) &&
 		    !memcmp(m->path, p, l + 1)) {
 			if (m->ret == 0)
 				*sb = m->sb;
@@ -263,6 +276,24 @@ int bbx_stat_memo_kname(const char *p, size_t l)
 		if (m->epoch == ep && m->follow == 2 && m->ret == 0 && S_ISDIR(m->sb.st_mode) &&
 		    !memcmp(m->path, p, l) && m->path[l] == 0)
 			return 1;
+	}
+	return 0;
+}
+
+int bbx_stat_memo_kname_stat(const char *p, struct stat *sb)
+{
+	struct bbx_scratch *s = scratch_tls;
+	uint64_t ep = bbx_stat_epoch;
+	size_t l = ep && s ? strnlen(p, BBX_MEMO_PATH) : BBX_MEMO_PATH;
+	if (l >= BBX_MEMO_PATH)
+		return 0;
+	for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
+		const struct bbx_stat_memo *m = &s->memo[i];
+		if (m->epoch == ep && m->follow == 2 && m->ret == 0 && S_ISDIR(m->sb.st_mode) &&
+		    !memcmp(m->path, p, l + 1)) {
+			*sb = m->sb;
+			return 1;
+		}
 	}
 	return 0;
 }

@@ -96,12 +96,16 @@ extern __thread uint64_t bbx_stat_epoch;
  * errno = err. */
 void bbx_stat_memo_put(const char *p, int follow, int ret, int err, const struct stat *sb);
 /* The memo's answer for p (0, or -1 with errno set), or -2 when it has none.  An entry
- * put with follow 2 answers follow 1 too. */
+ * put with follow 2 (the kernel's own name of a directory: its last component is the
+ * directory itself) answers follow 0 and 1 too; one put with follow 0 answers follow 1
+ * unless it found a symlink (stat and lstat differ only there, errors included). */
 int bbx_stat_memo_get(const char *p, int follow, struct stat *sb);
 /* Whether the first l bytes of p name a directory put in this epoch with follow 2: the
  * shim's policy opened it by exactly these words, no symlink on the way, so the words
  * are the kernel's own name for it until the epoch ends. */
 int bbx_stat_memo_kname(const char *p, size_t l);
+/* The same for the whole of p, with the directory's stat of this epoch in sb: 1 or 0. */
+int bbx_stat_memo_kname_stat(const char *p, struct stat *sb);
 /* lstat(2) through the kernel and the memo (what the capture itself uses). */
 int bbx_k_lstat(const char *p, struct stat *sb);
 /* The call being captured names a target as name relative to the directory fd

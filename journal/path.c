@@ -204,6 +204,10 @@ int bbx_dname_known(const char *p, struct stat *sb)
 	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
 	if (!s)
 		return 0;
+	/* Named by the kernel, or proved, earlier in this very call (the descriptor of a
+	 * chmod -R's fchmodat, dir_name): no second stat of the words. */
+	if (bbx_stat_memo_kname_stat(p, sb))
+		return 1;
 	for (int i = 0; i < BBX_DNAME_SLOTS; i++) {
 		const struct bbx_dname *d = &s->dname[i];
 		if (d->ino && !strcmp(d->path, p))

@@ -21,7 +21,11 @@ static int cap_meta_at(const char *op, int dirfd, const char *path, int fd, uint
 	if (!path)
 		return bbx_cap_meta(&bbx_run, op, NULL, fd, mask, xname);
 	int rc = bbx_path_abs(dirfd, path, bbx_tp.a, PATH_MAX);
-	return rc ? rc : bbx_cap_meta(&bbx_run, op, bbx_tp.a, -1, mask, xname);
+	if (rc)
+		return rc;
+	if (path[0] != '/')
+		bbx_at_set(dirfd, path, bbx_tp.a); /* stat it the way the call names it */
+	return bbx_cap_meta(&bbx_run, op, bbx_tp.a, -1, mask, xname);
 }
 
 #define META_BODY(opname, dirfd, path, fd, mask, xname, realcall)                           \

@@ -9,9 +9,13 @@ import sys
 if sys.argv[1] == "--prep":
     # Made before the run, by the test, outside it: files the run did not create.
     op, n = sys.argv[2], int(sys.argv[3])
-    if op == "unlinkold":
+    if op in ("unlinkold", "chmodold"):
         for i in range(n):
             open("f%d" % i, "w").write("old %d\n" % i)
+    if op == "chmodatold":
+        os.mkdir("d")
+        for i in range(n):
+            open("d/f%d" % i, "w").write("old %d\n" % i)
     sys.exit(0)
 op, n = sys.argv[1], int(sys.argv[2])
 open("warm", "w").close()
@@ -43,6 +47,8 @@ if op == "mkstemp":
     open("d/warm", "w").close()
     tmpl = [ctypes.create_string_buffer(b"d/tXXXXXX") for _ in range(n)]
 here = os.getcwd()
+if op == "chmodatold":
+    dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
 if op == "unlinkat":
     os.mkdir("d")
     for i in range(n):
@@ -63,6 +69,11 @@ for i in range(n):
         os.unlink("f%d" % i)
     elif op == "unlinkat":
         os.unlink("f%d" % i, dir_fd=dfd)
+    elif op == "chmodold":
+        os.chmod("f%d" % i, 0o640)
+    elif op == "chmodatold":
+        # chmod -R: fchmodat relative to the descriptor of the directory it reads
+        os.chmod("f%d" % i, 0o640, dir_fd=dfd)
     elif op == "object":
         # git's loose object: a temporary file in .git/objects/xx, linked to its name,
         # then removed

@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=58
+PLAN=64
 plan $PLAN
 
 N=100
@@ -101,6 +101,18 @@ n=$(bbx-log "$T_TMP/j.unlinkat" | grep -cE " delete unlinkat [^ ]*/f[0-9]+ ok$")
 [ "$n" -eq $N ]; ok $? "unlinkat: every held-back removal is in the journal at the end, with its outcome ($n of $N)"
 [ "$PROCFD" -le 1 ]; ok $? "unlinkat: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"
 [ "$ABSENTRY" -eq 0 ]; ok $? "unlinkat: the entries stated and linked through the descriptor, never by absolute path ($ABSENTRY times)"
+# chmod of a file older than the run: its META (old mode, owner, times) written ahead.
+# The capture's first question, whether the run created it, is a stat that follows a
+# symlink; it is asked as an lstat, whose answer stands for both unless the name is a
+# symlink, so the policy's and the capture's lstat that follow are in the memo (capture.c,
+# k_statat).  Through a descriptor (chmod -R), the directory's name proved by its fstat
+# stands for the policy's check of the parent (journal/path.c, bbx_dname_known), and
+# the entry is stated relative to the descriptor, as the call names it (shim/meta.c,
+# bbx_at_set): was 4 stats, three of them by absolute path.
+budget chmodold 300 100 "stat of the directory (relative), lstat of the name, one write"
+budget chmodatold 305 100 "fstat of the descriptor, lstat of the entry, one write; the descriptor's name read once"
+[ "$PROCFD" -le 1 ]; ok $? "chmodatold: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"
+[ "$ABSENTRY" -eq 0 ]; ok $? "chmodatold: the entries stated through the descriptor, never by absolute path ($ABSENTRY times)"
 # git's loose object (create in .git/objects/xx, link to its name, unlink): the second and
 # third calls find the directory proved by the first (journal/path.c, bbx_dname: a
 # relative stat instead of getcwd, openat2, fstat and close).  Per object, three records.
