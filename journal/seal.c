@@ -58,44 +58,124 @@ static size_t dir_len(const char *p)
 	return slash == p ? 1 : (size_t)(slash - p);
 }
 
-/* The directory the last paths were stated relative to. */
-struct dir_cache {
+/* The directories the last paths were stated relative to: a few, reused in least
+ * recently used order, because a tree walked depth first (tar -x, chmod -R, rm -rf)
+ * names a directory's entries in runs that its subdirectories interrupt, and the walk
+ * comes back to it.  An entry is either open (fd), or gone: not there (ENOENT,
+ * ENOTDIR), nor anything in it or below it. */
+#define DIR_WAYS 16
+struct dir_ent {
 	char dir[PATH_MAX];
-	size_t len;
-	int fd; /* -1: could not be opened */
-	int gone; /* ... because it is not there (ENOENT, ENOTDIR): nor is anything in it */
-	int have;
+	size_t len; /* 0: unused */
+	int fd;
+	int gone;
+	uint64_t used;
+};
+struct dir_cache {
+	struct dir_ent e[DIR_WAYS];
+	uint64_t clock;
 };
 
-/* lstat of ps[i], relative to its directory when the next path is in the same one (a
- * tree's files are listed together: tar -x, rm -rf), opened once for the run of them:
- * one component walked per path instead of all of them.  A path alone in its directory
+static void dir_cache_init(struct dir_cache *c)
+{
+	for (int k = 0; k < DIR_WAYS; k++)
+		c->e[k].len = 0;
+	c->clock = 0;
+}
+
+static void dir_cache_close(struct dir_cache *c)
+{
+	for (int k = 0; k < DIR_WAYS; k++)
+		if (c->e[k].len && c->e[k].fd >= 0)
+			close(c->e[k].fd);
+}
+
+/* The least recently used entry, emptied for a directory of length l. */
+static struct dir_ent *dir_take(struct dir_cache *c, const char *d, size_t l)
+{
+	struct dir_ent *v = &c->e[0];
+	for (int k = 1; k < DIR_WAYS && v->len; k++)
+		if (!c->e[k].len || c->e[k].used < v->used)
+			v = &c->e[k];
+	if (v->len && v->fd >= 0)
+		close(v->fd);
+	memcpy(v->dir, d, l);
+	v->dir[l] = 0;
+	v->len = l;
+	v->fd = -1;
+	v->gone = 0;
+	v->used = ++c->clock;
+	return v;
+}
+
+/* d (length l) is not there: so is nothing below its highest ancestor that is not
+ * there either, found by an lstat of each parent up to the first one present (one
+ * more call per tree removed, after which none of its paths costs one: rm -rf). */
+static void dir_gone(struct dir_cache *c, const char *d, size_t l)
+{
+	char up[PATH_MAX];
+	memcpy(up, d, l);
+	up[l] = 0;
+	for (;;) {
+		char *slash = strrchr(up, '/');
+		struct stat sb;
+		if (!slash || slash == up)
+			break;
+		*slash = 0;
+		if (lstat(up, &sb) == 0 || (errno != ENOENT && errno != ENOTDIR)) {
+			*slash = '/';
+			break;
+		}
+	}
+	dir_take(c, up, strlen(up))->gone = 1;
+}
+
+/* lstat of ps[i], relative to its directory when that is open in the cache, or when
+ * the next path is in the same directory (then opened, once for the run of them): one
+ * component walked per path instead of all of them.  A path alone in its directory
  * (git's objects, one per shard) is stated as it is, with no open and close around it.
  * The walk to the directory follows symlinks as lstat's own would; a directory that is
- * not there makes its paths absent, as their lstat would; one that cannot be opened for
- * another reason (no descriptor left, say) leaves each path to its own lstat. */
+ * not there, or below one that is not, makes its paths absent, as their lstat would;
+ * one that cannot be opened for another reason (no descriptor left, say) leaves each
+ * path to its own lstat. */
 static int stat_final(struct dir_cache *c, const char *const *ps, size_t n, size_t i,
 		      struct stat *sb)
 {
 	const char *p = ps[i];
 	size_t l = dir_len(p);
-	if (!l || l >= sizeof c->dir)
+	if (!l || l >= PATH_MAX)
 		return lstat(p, sb);
-	if (!c->have || l != c->len || memcmp(c->dir, p, l)) {
-		if (i + 1 >= n || dir_len(ps[i + 1]) != l || memcmp(ps[i + 1], p, l))
+	for (int k = 0; k < DIR_WAYS; k++) {
+		struct dir_ent *e = &c->e[k];
+		if (!e->len || e->len > l || memcmp(e->dir, p, e->len))
+			continue;
+		if (e->len == l) {
+			e->used = ++c->clock;
+			if (e->fd >= 0)
+				return fstatat(e->fd, p + l + (l > 1), sb, AT_SYMLINK_NOFOLLOW);
+			if (e->gone)
+				return -1;
 			return lstat(p, sb);
-		if (c->have && c->fd >= 0)
-			close(c->fd);
-		memcpy(c->dir, p, l);
-		c->dir[l] = 0;
-		c->len = l;
-		c->have = 1;
-		c->fd = open(c->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		c->gone = c->fd < 0 && (errno == ENOENT || errno == ENOTDIR);
+		}
+		if (e->gone && p[e->len] == '/') {
+			e->used = ++c->clock;
+			return -1; /* below a directory that is not there */
+		}
 	}
-	if (c->fd < 0) /* gone: absent, as lstat would say; else (EMFILE...) ask lstat */
-		return c->gone ? -1 : lstat(p, sb);
-	return fstatat(c->fd, p + l + (l > 1), sb, AT_SYMLINK_NOFOLLOW);
+	if (i + 1 >= n || dir_len(ps[i + 1]) != l || memcmp(ps[i + 1], p, l))
+		return lstat(p, sb);
+	char d[PATH_MAX];
+	memcpy(d, p, l);
+	d[l] = 0;
+	int fd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+		dir_gone(c, d, l);
+		return -1;
+	}
+	if (fd < 0) /* EMFILE...: ask lstat */
+		return lstat(p, sb);
+	dir_take(c, d, l)->fd = fd;
+	return fstatat(fd, p + l + (l > 1), sb, AT_SYMLINK_NOFOLLOW);
 }
 
 /* The chain head right after SEAL, and how many records and bytes it covers, go into
@@ -188,14 +268,14 @@ int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths)
 	if (!rc && !dc)
 		rc = -ENOMEM;
 	if (dc)
-		dc->have = 0;
+		dir_cache_init(dc);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct stat sb;
 		int ret = stat_final(dc, ps, n, i, &sb);
 		rc = emit_final(run, batch, ps[i], ret, &sb);
 	}
-	if (dc && dc->have && dc->fd >= 0)
-		close(dc->fd);
+	if (dc)
+		dir_cache_close(dc);
 	free(dc);
 	free(ps);
 	if (rc == 0)
