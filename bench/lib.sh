@@ -17,7 +17,10 @@
 #   BENCH_VARIANTS   which variants, in order (default "bare layers bbx installwatch
 #                    fakeroot strace"); layers is bbx-run preloading an empty library
 #                    instead of the shim: its seccomp filter and Landlock ruleset and the
-#                    cost of preloading any library, the floor under the bbx row
+#                    cost of preloading any library, the floor under the bbx row; two
+#                    more split that floor: kernel (bbx-run's seccomp filter and Landlock
+#                    ruleset, nothing preloaded) and preload (the empty library preloaded,
+#                    no bbx-run)
 #   BENCH_BBX_RUN    the bbx invocation before "--journal DIR -- CMD" (default "$B/tools/bbx-run -q");
 #                    set it to add a policy option once bbx-run has one
 #   BENCH_OLD_BUILDDIR  another built tree (e.g. a git worktree of an earlier commit):
@@ -106,7 +109,8 @@ div() { echo "$1 / $2" | bc -l; }
 # The "layers" variant's library: nothing in it, so a run under it costs what bbx-run's
 # kernel layers and the loader's handling of one more preloaded library cost.
 EMPTY=
-if [[ " $VARIANTS " == *" layers "* ]]; then
+if [[ " $VARIANTS " == *" layers "* || " $VARIANTS " == *" kernel "* ||
+	" $VARIANTS " == *" preload "* ]]; then
 	echo 'int bbx_bench_empty;' >"$W/empty.c"
 	${CC:-cc} -shared -fPIC -o "$W/empty.so" "$W/empty.c" 2>/dev/null && EMPTY="$W/empty.so"
 fi
@@ -119,7 +123,7 @@ for v in $VARIANTS; do
 	old)
 		if [ -x "${BENCH_OLD_BUILDDIR:-}/tools/bbx-run" ]; then ACTIVE="$ACTIVE $v"
 		else echo "bench: BENCH_OLD_BUILDDIR has no built tools/bbx-run, variant old skipped" >&2; fi ;;
-	layers)
+	layers | kernel | preload)
 		if [ -n "$EMPTY" ]; then ACTIVE="$ACTIVE $v"
 		else echo "bench: no C compiler for the layers variant's empty library, skipped" >&2; fi ;;
 	installwatch | fakeroot | strace)
@@ -140,6 +144,8 @@ vrun() {
 	bbx) $BBX_RUN --journal "$J" -- "$@" ;;
 	old) "$BENCH_OLD_BUILDDIR/tools/bbx-run" -q --journal "$J" -- "$@" ;;
 	layers) BBX_SHIM=$EMPTY $BBX_RUN --journal "$J" -- "$@" ;;
+	kernel) BBX_SHIM=$EMPTY $BBX_RUN --journal "$J" -- env -u LD_PRELOAD "$@" ;;
+	preload) LD_PRELOAD=$EMPTY "$@" ;;
 	installwatch) mkdir -p "$IW" && installwatch -b -r "$IW" -o "$IW/log" "$@" ;;
 	fakeroot) fakeroot -- "$@" ;;
 	strace) strace -f -e trace=file,process -o /dev/null "$@" ;;
