@@ -265,37 +265,34 @@ int bbx_stat_memo_get(const char *p, int follow, struct stat *sb)
 	return -2;
 }
 
-int bbx_stat_memo_kname(const char *p, size_t l)
+/* The entry for the first l bytes of p put with follow 2 in this epoch, a directory
+ * (the kernel's own name for it), or NULL. */
+static const struct bbx_stat_memo *memo_kname(const char *p, size_t l)
 {
 	struct bbx_scratch *s = scratch_tls;
 	uint64_t ep = bbx_stat_epoch;
 	if (!ep || !s || l >= BBX_MEMO_PATH)
-		return 0;
+		return NULL;
 	for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
 		const struct bbx_stat_memo *m = &s->memo[i];
 		if (m->epoch == ep && m->follow == 2 && m->ret == 0 && S_ISDIR(m->sb.st_mode) &&
 		    !memcmp(m->path, p, l) && m->path[l] == 0)
-			return 1;
+			return m;
 	}
-	return 0;
+	return NULL;
+}
+
+int bbx_stat_memo_kname(const char *p, size_t l)
+{
+	return memo_kname(p, l) != NULL;
 }
 
 int bbx_stat_memo_kname_stat(const char *p, struct stat *sb)
 {
-	struct bbx_scratch *s = scratch_tls;
-	uint64_t ep = bbx_stat_epoch;
-	size_t l = ep && s ? strnlen(p, BBX_MEMO_PATH) : BBX_MEMO_PATH;
-	if (l >= BBX_MEMO_PATH)
-		return 0;
-	for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
-		const struct bbx_stat_memo *m = &s->memo[i];
-		if (m->epoch == ep && m->follow == 2 && m->ret == 0 && S_ISDIR(m->sb.st_mode) &&
-		    !memcmp(m->path, p, l + 1)) {
-			*sb = m->sb;
-			return 1;
-		}
-	}
-	return 0;
+	const struct bbx_stat_memo *m = memo_kname(p, strnlen(p, BBX_MEMO_PATH));
+	if (m)
+		*sb = m->sb;
+	return m != NULL;
 }
 
 void bbx_stat_memo_put(const char *p, int follow, int ret, int err, const struct stat *sb)

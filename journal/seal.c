@@ -153,9 +153,7 @@ static int stat_final(struct dir_cache *c, const char *const *ps, size_t n, size
 			e->used = ++c->clock;
 			if (e->fd >= 0)
 				return fstatat(e->fd, p + l + (l > 1), sb, AT_SYMLINK_NOFOLLOW);
-			if (e->gone)
-				return -1;
-			return lstat(p, sb);
+			return -1; /* gone (an entry is open or gone, never neither) */
 		}
 		if (e->gone && p[e->len] == '/') {
 			e->used = ++c->clock;
