@@ -453,6 +453,35 @@ static int protected_entry(const struct bbx_run *run, const char *path)
 	       (k_lstat(path, &sb) == 0 && is_protected_dir(run, path, &sb));
 }
 
+/* The same for a call through a descriptor, named path by the kernel: the object the
+ * call changes is the descriptor's (sb, its fstat), not whatever the name reaches now,
+ * so no lstat of the name (issue 5: touch, an fd's truncate or META). */
+static int protected_fd_entry(const struct bbx_run *run, const char *path,
+			      const struct stat *sb)
+{
+	return protected_parent(run, path) || is_protected_dir(run, path, sb);
+}
+
+/* The kernel's name of the descriptor fd, right after POLICY in the same call: the name
+ * the shim's policy read (shim/policy.c, write_hook: bbx_scratch lnk and lnk_fd1) when
+ * there is one, else readlink of /proc/self/fd (~3-5 us, the dearest call of a
+ * capture).  The policy sets lnk_fd1 on every decision, and every other writer of lnk
+ * clears it, so it can only name this call's descriptor.  Two reads of the name would
+ * not close the race with another thread renaming the file either. */
+static int fd_name_after_policy(int fd, char *out, size_t cap)
+{
+	struct bbx_scratch *s = scratch_tls;
+	if (s && s->lnk_fd1 == fd + 1 && fd >= 0) {
+		s->lnk_fd1 = 0; /* used once */
+		size_t l = strnlen(s->lnk, PATH_MAX);
+		if (l < cap && s->lnk[0] == '/') {
+			memcpy(out, s->lnk, l + 1);
+			return 0;
+		}
+	}
+	return bbx_path_fd(fd, out, cap);
+}
+
 /* The path a following call (open, truncate) really reaches when path is a symlink:
  * undo must restore the target, not replace the link with a file. */
 static int resolve_final_symlink(const char *path, char *out, size_t cap)
@@ -592,6 +621,20 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A pair of filesystems (the file's, the objects directory's) between which FICLONE
+ * failed for good - the filesystem has no reflinks (ext4, tmpfs: EOPNOTSUPP, or ENOTTY
+ * from an older one) or they are two (EXDEV) - so that the next copies between them in
+ * this process skip the ioctl (one system call a preserved copy: touch, an in-place
+ * edit).  Not EINVAL, which can be the file's own case.  A pair is packed into one word
+ * (written and read whole: threads never see half of one); two pairs that pack alike
+ * only cost a clone that is not tried, and a byte copy is as good a pre-image. */
+static uint64_t no_clone;
+
+static uint64_t clone_pair(uint64_t src, uint64_t dst)
+{
+	return (src * 0x9e3779b97f4a7c15ull) ^ dst ^ 1;
+}
+
 /* Keeps srcfd's content (the regular file at path, status sb) as a new object: a reflink
  * where the filesystem can, else a byte copy - unless the copy would exceed
  * [journal] max_preserve, when the policy (bbx_cap_oversize) decides: copy anyway
@@ -614,10 +657,15 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, const str
 		return -errno;
 	bbx_copy_xattrs(srcfd, out); /* a copy is a new inode: it must carry them */
 	uint64_t size = (uint64_t)sb->st_size;
-	if (ioctl(out, FICLONE, srcfd) == 0) {
-		/* Shared extents cost no space and no time: never limited. */
-		*how = BBX_HOW_REFLINK;
-		goto done;
+	uint64_t pair = clone_pair(sb->st_dev, run->odev);
+	if (__atomic_load_n(&no_clone, __ATOMIC_RELAXED) != pair) {
+		if (ioctl(out, FICLONE, srcfd) == 0) {
+			/* Shared extents cost no space and no time: never limited. */
+			*how = BBX_HOW_REFLINK;
+			goto done;
+		}
+		if (errno == EOPNOTSUPP || errno == EXDEV || errno == ENOTTY)
+			__atomic_store_n(&no_clone, pair, __ATOMIC_RELAXED);
 	}
 	/* The size from the stat the caller already made: no system call more. */
 	if (size > __atomic_load_n(&bbx_preserve_max, __ATOMIC_RELAXED) && bbx_cap_oversize) {
@@ -918,6 +966,7 @@ static int follow_dangling(const char *path, char *out, size_t cap)
 {
 	char cur[PATH_MAX];
 	bbx_scopy(cur, sizeof cur, path);
+	tls.lnk_fd1 = 0; /* lnk holds a link's target now (fd_name_after_policy) */
 	for (int hops = 0; hops < 40; hops++) {
 		ssize_t n = readlink(cur, tls.lnk, sizeof tls.lnk - 1);
 		if (n < 0) {
@@ -1089,6 +1138,7 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	uint64_t ns = 0;
 	struct bbx_oversize ov = {0};
 	if (S_ISLNK(sb.st_mode)) {
+		tls.lnk_fd1 = 0; /* lnk holds the link's target now (fd_name_after_policy) */
 		tlen = readlink(path, tls.lnk, sizeof tls.lnk);
 		if (tlen < 0)
 			return -errno;
@@ -1285,7 +1335,7 @@ int bbx_cap_resize(struct bbx_run *run, const char *op, const char *path, int fd
 	int lvl = level_of(run, &sb);
 	if (lvl >= BBX_LVL_CONTENT)
 		return covered(run, op, path);
-	if (protected_entry(run, path))
+	if (fd >= 0 ? protected_fd_entry(run, path, &sb) : protected_entry(run, path))
 		return -EACCES;
 	if (!destroys || sb.st_size == 0)
 		return lvl >= BBX_LVL_SIZE ? covered(run, op, path) : record_size(run, op, path, &sb);
@@ -1311,7 +1361,7 @@ int bbx_cap_fdwrite(struct bbx_run *run, const char *op, int fd, int inplace)
 		return rc == -EBADF ? 0 : rc;
 	if (pseudo_fs(tls.tmp))
 		return 0;
-	if (protected_entry(run, tls.tmp))
+	if (protected_fd_entry(run, tls.tmp, &sb))
 		return -EACCES;
 	if (appends || sb.st_size == 0)
 		return record_size(run, op, tls.tmp, &sb);
@@ -1334,15 +1384,18 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 	if (fd >= 0 && bbx_fdid_get(fd, &mdev, &mino) &&
 	    bbx_state_level(run->st, mdev, mino) == BBX_LVL_CREATED)
 		return 0;
-	if ((fd >= 0 ? k_fstat(fd, &sb)
-		     : (mask & BBX_META_NOFOLLOW) ? k_lstat(path, &sb) : k_stat(path, &sb)) == 0 &&
-	    level_of(run, &sb) == BBX_LVL_CREATED)
+	int have = (fd >= 0 ? k_fstat(fd, &sb)
+			    : (mask & BBX_META_NOFOLLOW) ? k_lstat(path, &sb) : k_stat(path, &sb)) == 0;
+	if (have && level_of(run, &sb) == BBX_LVL_CREATED)
 		return 0;
 	POLICY(op, fd >= 0 ? NULL : path, fd, !(mask & BBX_META_NOFOLLOW));
 	if (fd >= 0) {
-		if (k_fstat(fd, &sb) < 0)
+		/* The descriptor's stat above stands (the policy changes nothing), and its
+		 * name is the one the policy read (fd_name_after_policy): was a second fstat and a second
+		 * readlink of /proc/self/fd per call (touch of a file older than the run). */
+		if (!have)
 			return 0;
-		if ((rc = bbx_path_fd(fd, tls.tmp, sizeof tls.tmp)))
+		if ((rc = fd_name_after_policy(fd, tls.tmp, sizeof tls.tmp)))
 			return rc == -EBADF ? 0 : rc; /* pipe, socket, anon inode: not on disk */
 		path = tls.tmp;
 	} else {
@@ -1358,7 +1411,8 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 	}
 	if (pseudo_fs(path))
 		return 0;
-	if (protected_entry(run, path) || is_protected_dir(run, path, &sb))
+	if (fd >= 0 ? protected_fd_entry(run, path, &sb)
+		    : protected_entry(run, path) || is_protected_dir(run, path, &sb))
 		return -EACCES;
 	struct bbx_enc e;
 	begin(&e, BBX_REC_META, op, path);

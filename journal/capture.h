@@ -63,6 +63,10 @@ struct bbx_scratch {
 	char pol[PATH_MAX]; /* the shim's policy: what an open decided on is reopened as */
 	struct bbx_stat_memo memo[BBX_MEMO_SLOTS];
 	unsigned memo_next;
+	/* 1 + the descriptor whose kernel name lnk holds, read by the shim's policy in the
+	 * call under way; 0 when lnk holds anything else (capture.c, fd_name).  Here, in
+	 * padding: one more page of scratch would be one more page fault a process. */
+	int lnk_fd1;
 	uint64_t cwd_epoch; /* cwd holds getcwd()'s answer taken in this epoch */
 	/* and, across calls (path.c, cwd_kept): the namespace generation read before that
 	 * getcwd (0: none), and the directory's identity then (ino 0: not taken) */

@@ -728,6 +728,7 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 		return 0;
 	struct bbx_scratch *s = bbx_scratch();
 	char *res = s->lnk;
+	s->lnk_fd1 = 0; /* lnk is about to hold another name (capture.c, fd_name_after_policy) */
 	int nofollow = !follow || follow == BBX_POL_NEWNAME;
 	if (path && nofollow &&
 	    (path == bbx_path_parent_real || parent_resolved(path)) &&
@@ -743,6 +744,8 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 			return rc;
 	} else if (bbx_path_fd(fd, res, PATH_MAX)) {
 		return 0; /* a pipe, socket or anonymous file: not part of any tree */
+	} else {
+		s->lnk_fd1 = fd + 1; /* the capture's name of it in this call (capture.c) */
 	}
 	if (always_writable(res))
 		return 0;

@@ -9,7 +9,7 @@ import sys
 if sys.argv[1] == "--prep":
     # Made before the run, by the test, outside it: files the run did not create.
     op, n = sys.argv[2], int(sys.argv[3])
-    if op in ("unlinkold", "chmodold"):
+    if op in ("unlinkold", "chmodold", "touchold"):
         for i in range(n):
             open("f%d" % i, "w").write("old %d\n" % i)
     if op == "chmodatold":
@@ -71,6 +71,12 @@ for i in range(n):
         os.unlink("f%d" % i, dir_fd=dfd)
     elif op == "chmodold":
         os.chmod("f%d" % i, 0o640)
+    elif op == "touchold":
+        # GNU touch of a file older than the run: opened for writing (no O_TRUNC: its
+        # content is preserved), its times set through the descriptor
+        fd = os.open("f%d" % i, os.O_WRONLY | os.O_CREAT | os.O_NOCTTY | os.O_NONBLOCK, 0o666)
+        os.utime(fd)
+        os.close(fd)
     elif op == "chmodatold":
         # chmod -R: fchmodat relative to the descriptor of the directory it reads
         os.chmod("f%d" % i, 0o640, dir_fd=dfd)

@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=64
+PLAN=69
 plan $PLAN
 
 N=100
@@ -113,6 +113,19 @@ budget chmodold 300 100 "stat of the directory (relative), lstat of the name, on
 budget chmodatold 305 100 "fstat of the descriptor, lstat of the entry, one write; the descriptor's name read once"
 [ "$PROCFD" -le 1 ]; ok $? "chmodatold: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"
 [ "$ABSENTRY" -eq 0 ]; ok $? "chmodatold: the entries stated through the descriptor, never by absolute path ($ABSENTRY times)"
+# touch of a file older than the run (GNU touch: open O_WRONLY|O_CREAT, futimens, close):
+# the open keeps the content (a copy: open for writing without O_TRUNC), the futimens a
+# META.  The META by descriptor takes the descriptor's name as the policy read it in the
+# same call and the object's stat from the one fstat, with no lstat of the name
+# (capture.c, fd_name and protected_fd_entry: was a second fstat, a second readlink of
+# /proc/self/fd and an lstat, 17 in all); a filesystem without reflinks is asked for
+# one once a process (capture.c, no_clone).
+budget touchold 1305 200 "stat of the directory (relative), lstat of the name, the copy (6 calls), one write; fstat and name of the descriptor, stat of its directory, one write"
+[ "$PROCFD" -le $N ]; ok $? "touchold: the descriptor's name read from /proc/self/fd once a call ($PROCFD times for $N calls)"
+CLONES=$(between "$T_TMP/bbx.st" | grep -c 'FICLONE')
+[ "$CLONES" -le 1 ]; ok $? "touchold: a reflink asked for at most once where the filesystem has none ($CLONES times for $N copies)"
+n=$(bbx-log "$T_TMP/j.touchold" | grep -cE " meta futimens [^ ]*/f[0-9]+ \+times ok$")
+[ "$n" -eq $N ]; ok $? "touchold: every futimens recorded, named by its file ($n of $N)"
 # git's loose object (create in .git/objects/xx, link to its name, unlink): the second and
 # third calls find the directory proved by the first (journal/path.c, bbx_dname: a
 # relative stat instead of getcwd, openat2, fstat and close).  Per object, three records.
