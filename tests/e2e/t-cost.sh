@@ -122,8 +122,9 @@ budget chmodatold 305 100 "fstat of the descriptor, lstat of the entry, one writ
 # one once a process (capture.c, no_clone).
 budget touchold 1305 200 "stat of the directory (relative), lstat of the name, the copy (6 calls), one write; fstat and name of the descriptor, stat of its directory, one write"
 [ "$PROCFD" -le $N ]; ok $? "touchold: the descriptor's name read from /proc/self/fd once a call ($PROCFD times for $N calls)"
-CLONES=$(between "$T_TMP/bbx.st" | grep -c 'FICLONE')
-[ "$CLONES" -le 1 ]; ok $? "touchold: a reflink asked for at most once where the filesystem has none ($CLONES times for $N copies)"
+# (On a filesystem with reflinks, btrfs or XFS, every clone succeeds and none is wasted.)
+CLONES=$(between "$T_TMP/bbx.st" | grep 'FICLONE' | grep -c '= -1 ')
+[ "$CLONES" -le 1 ]; ok $? "touchold: a reflink the filesystem refused asked for at most once ($CLONES refusals for $N copies)"
 n=$(bbx-log "$T_TMP/j.touchold" | grep -cE " meta futimens [^ ]*/f[0-9]+ \+times ok$")
 [ "$n" -eq $N ]; ok $? "touchold: every futimens recorded, named by its file ($n of $N)"
 # git's loose object (create in .git/objects/xx, link to its name, unlink): the second and
