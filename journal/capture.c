@@ -1391,8 +1391,8 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 	POLICY(op, fd >= 0 ? NULL : path, fd, !(mask & BBX_META_NOFOLLOW));
 	if (fd >= 0) {
 		/* The descriptor's stat above stands (the policy changes nothing), and its
-		 * name is the one the policy read (fd_name_after_policy): was a second fstat and a second
-		 * readlink of /proc/self/fd per call (touch of a file older than the run). */
+		 * name is the one the policy read (fd_name_after_policy): each was read a
+		 * second time per call (touch of a file older than the run). */
 		if (!have)
 			return 0;
 		if ((rc = fd_name_after_policy(fd, tls.tmp, sizeof tls.tmp)))

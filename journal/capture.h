@@ -64,8 +64,9 @@ struct bbx_scratch {
 	struct bbx_stat_memo memo[BBX_MEMO_SLOTS];
 	unsigned memo_next;
 	/* 1 + the descriptor whose kernel name lnk holds, read by the shim's policy in the
-	 * call under way; 0 when lnk holds anything else (capture.c, fd_name).  Here, in
-	 * padding: one more page of scratch would be one more page fault a process. */
+	 * call under way; 0 when lnk holds anything else (capture.c,
+	 * fd_name_after_policy).  Here, in padding: one more page of scratch would be one
+	 * more page fault a process. */
 	int lnk_fd1;
 	uint64_t cwd_epoch; /* cwd holds getcwd()'s answer taken in this epoch */
 	/* and, across calls (path.c, cwd_kept): the namespace generation read before that
