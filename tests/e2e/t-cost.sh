@@ -117,9 +117,9 @@ budget chmodatold 305 100 "fstat of the descriptor, lstat of the entry, one writ
 # the open keeps the content (a copy: open for writing without O_TRUNC), the futimens a
 # META.  The META by descriptor takes the descriptor's name as the policy read it in the
 # same call and the object's stat from the one fstat, with no lstat of the name
-# (capture.c, fd_name and protected_fd_entry: was a second fstat, a second readlink of
-# /proc/self/fd and an lstat, 17 in all); a filesystem without reflinks is asked for
-# one once a process (capture.c, no_clone).
+# (capture.c, fd_name_after_policy and protected_fd_entry: was a second fstat, a second
+# readlink of /proc/self/fd and an lstat, 17 in all); a filesystem without reflinks is
+# asked for one once a process (capture.c, no_clone).
 budget touchold 1305 200 "stat of the directory (relative), lstat of the name, the copy (6 calls), one write; fstat and name of the descriptor, stat of its directory, one write"
 [ "$PROCFD" -le $N ]; ok $? "touchold: the descriptor's name read from /proc/self/fd once a call ($PROCFD times for $N calls)"
 # (On a filesystem with reflinks, btrfs or XFS, every clone succeeds and none is wasted.)
