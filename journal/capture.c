@@ -358,6 +358,13 @@ int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino)
 	return *ino && __atomic_load_n(&fdid[fd].seq, __ATOMIC_RELAXED) == s;
 }
 
+void bbx_fdid_copy(int from, int to)
+{
+	uint64_t dev, ino;
+	if (bbx_fdid_get(from, &dev, &ino))
+		bbx_fdid_set(to, dev, ino);
+}
+
 void bbx_fdid_forget(int lo, int hi)
 {
 	int top = __atomic_load_n(&fdid_hi, __ATOMIC_RELAXED);
@@ -915,6 +922,8 @@ static int create_record(struct bbx_run *run, const char *op, const char *path, 
 void bbx_cap_done(struct bbx_run *run, const char *op, struct bbx_pending *pend, long ret,
 		  int err, int fd)
 {
+	if (pend->kino && ret >= 0 && fd >= 0)
+		bbx_fdid_set(fd, pend->kdev | BBX_FDID_KEPT, pend->kino);
 	if (!bbx_scratch())
 		return;
 	if (!pend->seq)
@@ -1008,6 +1017,7 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	int excl = (oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
 	POLICY(op, path, -1, excl ? BBX_POL_NEWNAME : !(oflags & O_NOFOLLOW));
 	pend->seq = 0;
+	pend->kino = 0;
 	int acc = oflags & O_ACCMODE;
 	int writes = acc != O_RDONLY || (oflags & O_TRUNC);
 	if (!writes && !(oflags & O_CREAT))
@@ -1083,11 +1093,16 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
 	 * read-write descriptor can be mapped and written in place (mmap ignores
 	 * O_APPEND): that is an in-place write. */
 	if ((oflags & O_TRUNC) || !(oflags & O_APPEND) || acc == O_RDWR) {
-		if (lvl >= BBX_LVL_CONTENT)
+		if (lvl > BBX_LVL_CONTENT)
 			return covered(run, op, path);
-		if (sb.st_size == 0)
-			return record_size(run, op, path, &sb);
-		return preserve_content(run, op, path, -1, &sb);
+		rc = lvl == BBX_LVL_CONTENT ? covered(run, op, path)
+		     : sb.st_size == 0	    ? record_size(run, op, path, &sb)
+					    : preserve_content(run, op, path, -1, &sb);
+		if (rc == 0) {
+			pend->kdev = sb.st_dev;
+			pend->kino = sb.st_ino;
+		}
+		return rc;
 	}
 	if (lvl >= BBX_LVL_SIZE)
 		return covered(run, op, path);
@@ -1214,8 +1229,11 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		unlink(tls.obj);
 	/* The inode is freed by this unlink only when this is its last name; while other
 	 * names keep it, its "created" mark still holds (and must: a write through one of
-	 * them needs no copy either). */
-	if (rc == 0 && how == BBX_HOW_NONE && sb.st_nlink == 1)
+	 * them needs no copy either).  A file kept before (content or length) leaves the
+	 * tree with its last name too: it lives on only as this object (or not at all,
+	 * after a copy), where a descriptor still open to it must find nothing that spares
+	 * a change the policy's check (BBX_FDID_KEPT), and its number may be reused. */
+	if (rc == 0 && sb.st_nlink == 1 && S_ISREG(sb.st_mode) && lvl != BBX_LVL_NONE)
 		bbx_state_forget(run->st, sb.st_dev, sb.st_ino);
 	return rc;
 }
@@ -1381,12 +1399,21 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 	 * every file it makes).  Its creation was decided by the policy, and its final
 	 * state is in its FINAL record when the run is sealed.  Through the descriptor it
 	 * was created by, not even an fstat (bbx_fdid). */
-	if (fd >= 0 && bbx_fdid_get(fd, &mdev, &mino) &&
+	int marked = fd >= 0 && bbx_fdid_get(fd, &mdev, &mino);
+	if (marked && !(mdev & BBX_FDID_KEPT) &&
 	    bbx_state_level(run->st, mdev, mino) == BBX_LVL_CREATED)
 		return 0;
 	int have = (fd >= 0 ? k_fstat(fd, &sb)
 			    : (mask & BBX_META_NOFOLLOW) ? k_lstat(path, &sb) : k_stat(path, &sb)) == 0;
-	if (have && level_of(run, &sb) == BBX_LVL_CREATED)
+	int lvl = have ? level_of(run, &sb) : BBX_LVL_NONE;
+	if (lvl == BBX_LVL_CREATED)
+		return 0;
+	/* Through the descriptor a writing open returned for this regular file, kept whole
+	 * then (BBX_FDID_KEPT) and still: its mode, owner and times come back with its
+	 * PRESERVE.  An xattr change is recorded all the same (its old value). */
+	if (marked && (mdev & BBX_FDID_KEPT) && lvl == BBX_LVL_CONTENT && S_ISREG(sb.st_mode) &&
+	    (mdev & ~BBX_FDID_KEPT) == (uint64_t)sb.st_dev && mino == (uint64_t)sb.st_ino &&
+	    !(mask & BBX_META_XATTR))
 		return 0;
 	POLICY(op, fd >= 0 ? NULL : path, fd, !(mask & BBX_META_NOFOLLOW));
 	if (fd >= 0) {

@@ -137,9 +137,19 @@ int bbx_path_cwd(char *out, size_t cap);
  * for metadata calls only, never to skip a content pre-image.  Process-wide,
  * descriptors below BBX_FDID_N. */
 #define BBX_FDID_N 1024
+/* A second kind of mark, flagged in dev: the descriptor a writing open returned for a
+ * regular file whose content and metadata were already kept whole (BBX_LVL_CONTENT:
+ * PRESERVE or an empty file's SIZE, now or earlier in the run).  Its fchmod, fchown and
+ * futimens need no record (the PRESERVE's restore puts mode, owner and times back after
+ * every later step, journal/undo.c) and no second policy decision (the open's allowed
+ * writing to it): GNU touch of a file older than the run.  Unlike a creation mark it is
+ * trusted only after an fstat of the descriptor finds that very inode, still kept whole. */
+#define BBX_FDID_KEPT (1ull << 63)
 void bbx_fdid_set(int fd, uint64_t dev, uint64_t ino);
 /* 1 and (dev, ino) when fd carries a mark, else 0. */
 int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino);
+/* The mark of from, if any, given to to as well (dup2, dup3: the same open file). */
+void bbx_fdid_copy(int from, int to);
 /* Forgets the marks of descriptors lo..hi (inclusive).  A load and a compare when
  * there are none. */
 void bbx_fdid_forget(int lo, int hi);
@@ -218,6 +228,10 @@ struct bbx_pending {
 	uint64_t dev, ino; /* a hard link's: its source's identity (bbx_cap_link), ino 0: none */
 	uint64_t pgen;	   /* a directory's: the namespace generation its parent's words were
 			    * proved in before the call (bbx_dname), 0: not proved */
+	uint64_t kdev, kino; /* an open's: the regular file it found kept whole (content and
+			      * metadata: BBX_LVL_CONTENT) before the call, kino 0: none; the
+			      * descriptor the call returns is marked with it (bbx_cap_done,
+			      * BBX_FDID_KEPT) */
 };
 
 /* Before creating path (mkdir, mknod, mkfifo, symlink, link, mkstemp).  kind is a

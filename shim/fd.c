@@ -5,7 +5,8 @@
  * writer (journal/writer.h, descriptor generation) that its descriptor must be verified
  * again before the next record, which lets every other record skip that check (two of
  * its three system calls); and they forget the marks of descriptors a file was created
- * through (journal/capture.h, bbx_fdid) before the number can be reused.  A program
+ * (or found kept whole) through (journal/capture.h, bbx_fdid) before the number can be
+ * reused, dup2 and dup3 giving the new number the old one's mark.  A program
  * that closes all descriptors, or dup2()s over ours, is caught here; one that does so
  * with a raw system call is caught by the EBADF of the next write, or - if it also
  * reopened something at that very number - is the limitation the writer's comment
@@ -42,8 +43,12 @@ BBX_EXPORT int dup2(int oldfd, int newfd)
 	if (oldfd != newfd)
 		bbx_fdid_forget(newfd, newfd);
 	int ours = bbx_journal_fd();
-	if (__builtin_expect(newfd != ours || ours < 0, 1))
-		return BBX_REAL(dup2)(oldfd, newfd);
+	if (__builtin_expect(newfd != ours || ours < 0, 1)) {
+		int r = BBX_REAL(dup2)(oldfd, newfd);
+		if (r >= 0 && oldfd != newfd)
+			bbx_fdid_copy(oldfd, newfd); /* GNU touch: open, dup2 to 0, futimens */
+		return r;
+	}
 	touched(newfd, newfd);
 	int r = BBX_REAL(dup2)(oldfd, newfd);
 	int e = errno;
@@ -56,8 +61,12 @@ BBX_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
 	bbx_fdid_forget(newfd, newfd);
 	int ours = bbx_journal_fd();
-	if (__builtin_expect(newfd != ours || ours < 0, 1))
-		return BBX_REAL(dup3)(oldfd, newfd, flags);
+	if (__builtin_expect(newfd != ours || ours < 0, 1)) {
+		int r = BBX_REAL(dup3)(oldfd, newfd, flags);
+		if (r >= 0)
+			bbx_fdid_copy(oldfd, newfd);
+		return r;
+	}
 	touched(newfd, newfd);
 	int r = BBX_REAL(dup3)(oldfd, newfd, flags);
 	int e = errno;

@@ -66,7 +66,10 @@ jcheck() {
 	"$PY" -c '
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
-sys.exit(0 if eval(sys.argv[2]) else 1)' "$T_TMP/j.json" "$@" || { diag "journal check failed: $1"; return 1; }
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$T_TMP/j.json" "$@" || {
+		diag "journal check failed: $1" "$(bbx-log "$J" 2>&1 | tail -n 30)"
+		return 1
+	}
 }
 same() { cmp -s "$1" "$2" || { diag "$1 differs from $2"; return 1; }; }
 
@@ -246,6 +249,51 @@ rt_undo "$J"
 expect_rc $? 0 "second names: bbx-undo exits 0"
 after=$(rt_snap "$W" after)
 same_snap "$before" "$after" "second names: the tree is back byte for byte (obj, c2, alias gone; small restored)"
+
+# ---- descriptors of files kept whole (journal/capture.h, BBX_FDID_KEPT) ----------------
+# A writing open of a file that was there before keeps its content and metadata (a
+# PRESERVE, or an empty file's SIZE); fchmod, fchown and futimens through the descriptor
+# it returned (or a dup2/dup3 of it) then need no record: undo's restore of the PRESERVE
+# puts mode and times back.  Once the file's last name is gone (its inode lives on as an
+# object), the same descriptor spares nothing: the change is recorded again.
+setup
+: >"$W/empty" && touch -d '2020-01-02 03:04:05' "$W/empty"
+before=$(rt_snap "$W" before)
+run "$UNLIM" '
+def touch_dup2():
+    fd = os.open("small", os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY, 0o666)
+    os.dup2(fd, 50); os.close(fd)
+    os.utime(50); os.fchmod(50, 0o600); os.close(50)
+def rw_dup3():
+    fd = os.open("limit", os.O_RDWR)
+    os.pwrite(fd, b"in place", 100)
+    os.dup2(fd, 51, inheritable=False); os.close(fd)
+    os.fchmod(51, 0o640); os.utime(51, ns=(7, 7)); os.close(51)
+def empty_kept():
+    fd = os.open("empty", os.O_WRONLY)
+    os.write(fd, b"now something"); os.fchmod(fd, 0o604); os.close(fd)
+def kept_then_removed():
+    fd = os.open("log", os.O_WRONLY)
+    os.unlink("log")
+    os.fchmod(fd, 0o600); os.close(fd)
+def append_only():
+    fd = os.open("big", os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"more"); os.fchmod(fd, 0o600); os.close(fd)
+t("touch_dup2", touch_dup2)
+t("rw_dup3", rw_dup3)
+t("empty_kept", empty_kept)
+t("kept_then_removed", kept_then_removed)
+t("append_only", append_only)'
+said "touch_dup2 ok" && said "rw_dup3 ok" && said "empty_kept ok" && said "kept_then_removed ok" && said "append_only ok"
+ok $? "kept descriptors: every call succeeded"
+jcheck '[e["type"] for e in ev if e.get("path", "").endswith(("/small", "/limit", "/empty")) and e["type"] in ("PRESERVE", "SIZE", "META")] == ["PRESERVE", "PRESERVE", "SIZE"]'
+ok $? "futimens, fchmod through the descriptor of a file kept whole (and its dup2, dup3): no META, only the PRESERVE (or an empty file's SIZE)"
+jcheck 'any(e["type"] == "META" and e["op"] == "fchmod" and "/log" in e["path"] for e in ev) and any(e["type"] == "META" and e["op"] == "fchmod" and e["path"].endswith("/big") for e in ev)'
+ok $? "... but recorded once the file left the tree (its inode now an object), and after an append (only the length kept)"
+rt_undo "$J"
+expect_rc $? 0 "kept descriptors: bbx-undo exits 0"
+after=$(rt_snap "$W" after)
+same_snap "$before" "$after" "kept descriptors: the tree is back byte for byte, modes and times included"
 
 plan "$T_N"
 finish
