@@ -1408,12 +1408,17 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 	int lvl = have ? level_of(run, &sb) : BBX_LVL_NONE;
 	if (lvl == BBX_LVL_CREATED)
 		return 0;
-	/* Through the descriptor a writing open returned for this regular file, kept whole
-	 * then (BBX_FDID_KEPT) and still: its mode, owner and times come back with its
-	 * PRESERVE.  An xattr change is recorded all the same (its old value). */
-	if (marked && (mdev & BBX_FDID_KEPT) && lvl == BBX_LVL_CONTENT && S_ISREG(sb.st_mode) &&
-	    (mdev & ~BBX_FDID_KEPT) == (uint64_t)sb.st_dev && mino == (uint64_t)sb.st_ino &&
-	    !(mask & BBX_META_XATTR))
+	/* A change of times alone, through the descriptor a writing open returned for this
+	 * regular file, kept whole then (BBX_FDID_KEPT) and still: its times come back with
+	 * its PRESERVE, and the open's policy decision stands (by name, see below).  A
+	 * mode or owner change is recorded all the same: it can leave the file unwritable
+	 * for an undo that is not root, whose META step makes it writable again before the
+	 * PRESERVE's restore writes the content back (chmod 0 after a rewrite, undone as
+	 * nobody: t-rt-adversarial).  So is an xattr change (its old value). */
+	int times_only = (mask & ~(uint32_t)BBX_META_NOFOLLOW) == BBX_META_TIMES;
+	if (times_only && marked && (mdev & BBX_FDID_KEPT) && lvl == BBX_LVL_CONTENT &&
+	    S_ISREG(sb.st_mode) && (mdev & ~BBX_FDID_KEPT) == (uint64_t)sb.st_dev &&
+	    mino == (uint64_t)sb.st_ino)
 		return 0;
 	POLICY(op, fd >= 0 ? NULL : path, fd, !(mask & BBX_META_NOFOLLOW));
 	if (fd >= 0) {
@@ -1426,6 +1431,12 @@ int bbx_cap_meta(struct bbx_run *run, const char *op, const char *path, int fd, 
 			return rc == -EBADF ? 0 : rc; /* pipe, socket, anon inode: not on disk */
 		path = tls.tmp;
 	} else {
+		/* The times of a regular file kept whole, by a name the policy has just
+		 * allowed: its PRESERVE restores them (Python's shutil.copy2 over an
+		 * existing file: open(dst, "wb"), then utime by name). */
+		if (times_only && lvl == BBX_LVL_CONTENT && S_ISREG(sb.st_mode) &&
+		    !protected_entry(run, path))
+			return 0;
 		if (k_lstat(path, &sb) < 0)
 			return 0;
 		if (S_ISLNK(sb.st_mode) && !(mask & BBX_META_NOFOLLOW)) {

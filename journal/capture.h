@@ -139,11 +139,12 @@ int bbx_path_cwd(char *out, size_t cap);
 #define BBX_FDID_N 1024
 /* A second kind of mark, flagged in dev: the descriptor a writing open returned for a
  * regular file whose content and metadata were already kept whole (BBX_LVL_CONTENT:
- * PRESERVE or an empty file's SIZE, now or earlier in the run).  Its fchmod, fchown and
- * futimens need no record (the PRESERVE's restore puts mode, owner and times back after
- * every later step, journal/undo.c) and no second policy decision (the open's allowed
- * writing to it): GNU touch of a file older than the run.  Unlike a creation mark it is
- * trusted only after an fstat of the descriptor finds that very inode, still kept whole. */
+ * PRESERVE or an empty file's SIZE, now or earlier in the run).  A futimens through it
+ * needs no record (the PRESERVE's restore puts the times back after every later step,
+ * journal/undo.c) and no second policy decision (the open's allowed writing to it): GNU
+ * touch of a file older than the run.  (Mode and owner changes are recorded: capture.c,
+ * bbx_cap_meta.)  Unlike a creation mark it is trusted only after an fstat of the
+ * descriptor finds that very inode, still kept whole. */
 #define BBX_FDID_KEPT (1ull << 63)
 void bbx_fdid_set(int fd, uint64_t dev, uint64_t ino);
 /* 1 and (dev, ino) when fd carries a mark, else 0. */

@@ -252,9 +252,9 @@ same_snap "$before" "$after" "second names: the tree is back byte for byte (obj,
 
 # ---- descriptors of files kept whole (journal/capture.h, BBX_FDID_KEPT) ----------------
 # A writing open of a file that was there before keeps its content and metadata (a
-# PRESERVE, or an empty file's SIZE); fchmod, fchown and futimens through the descriptor
-# it returned (or a dup2/dup3 of it) then need no record: undo's restore of the PRESERVE
-# puts mode and times back.  Once the file's last name is gone (its inode lives on as an
+# PRESERVE, or an empty file's SIZE); futimens through the descriptor it returned (or a
+# dup2/dup3 of it), or utime by a name the policy allows, then needs no record: undo's
+# restore of the PRESERVE puts the times back.  Mode changes are still recorded.  Once the file's last name is gone (its inode lives on as an
 # object), the same descriptor spares nothing: the change is recorded again.
 setup
 : >"$W/empty" && touch -d '2020-01-02 03:04:05' "$W/empty"
@@ -275,21 +275,30 @@ def empty_kept():
 def kept_then_removed():
     fd = os.open("log", os.O_WRONLY)
     os.unlink("log")
-    os.fchmod(fd, 0o600); os.close(fd)
+    os.utime(fd, ns=(3, 3)); os.close(fd)
 def append_only():
     fd = os.open("big", os.O_WRONLY | os.O_APPEND)
-    os.write(fd, b"more"); os.fchmod(fd, 0o600); os.close(fd)
+    os.write(fd, b"more"); os.utime(fd, ns=(4, 4)); os.close(fd)
+def copy2_over():
+    import shutil
+    os.chmod("big2", 0o751)
+    shutil.copy2("big2", "gone")
+    os.symlink("gone", "to_gone"); os.chmod("to_gone", 0o700)
 t("touch_dup2", touch_dup2)
 t("rw_dup3", rw_dup3)
 t("empty_kept", empty_kept)
 t("kept_then_removed", kept_then_removed)
-t("append_only", append_only)'
-said "touch_dup2 ok" && said "rw_dup3 ok" && said "empty_kept ok" && said "kept_then_removed ok" && said "append_only ok"
+t("append_only", append_only)
+t("copy2_over", copy2_over)'
+said "touch_dup2 ok" && said "rw_dup3 ok" && said "empty_kept ok" && said "kept_then_removed ok" && said "append_only ok" && said "copy2_over ok"
 ok $? "kept descriptors: every call succeeded"
-jcheck '[e["type"] for e in ev if e.get("path", "").endswith(("/small", "/limit", "/empty")) and e["type"] in ("PRESERVE", "SIZE", "META")] == ["PRESERVE", "PRESERVE", "SIZE"]'
-ok $? "futimens, fchmod through the descriptor of a file kept whole (and its dup2, dup3): no META, only the PRESERVE (or an empty file's SIZE)"
-jcheck 'any(e["type"] == "META" and e["op"] == "fchmod" and "/log" in e["path"] for e in ev) and any(e["type"] == "META" and e["op"] == "fchmod" and e["path"].endswith("/big") for e in ev)'
-ok $? "... but recorded once the file left the tree (its inode now an object), and after an append (only the length kept)"
+kept='e.get("path", "").endswith(("/small", "/limit", "/empty", "/gone"))'
+jcheck "[e['type'] for e in ev if $kept and e['type'] in ('PRESERVE', 'SIZE')] == ['PRESERVE', 'PRESERVE', 'SIZE', 'PRESERVE'] and not any(e['type'] == 'META' and 'times' in e['changes'] for e in ev if $kept)"
+ok $? "times set through the descriptor of a file kept whole (and its dup2, dup3), or by its name (shutil.copy2 over it): no META, its PRESERVE (or an empty file's SIZE) restores them"
+jcheck "sorted(e['op'] + ':' + e['path'].rsplit('/', 1)[1] for e in ev if $kept and e['type'] == 'META') == ['chmod:gone', 'chmod:gone', 'fchmod:empty', 'fchmod:limit', 'fchmod:small']"
+ok $? "... but a mode change of it is recorded (by descriptor, by name, through a symlink): it can leave the file unwritable for an undo that is not root"
+jcheck 'any(e["type"] == "META" and e["op"] == "futimens" and "/log" in e["path"] for e in ev) and any(e["type"] == "META" and e["op"] == "futimens" and e["path"].endswith("/big") for e in ev)'
+ok $? "... and times are recorded once the file left the tree (its inode now an object), and after an append (only the length kept)"
 rt_undo "$J"
 expect_rc $? 0 "kept descriptors: bbx-undo exits 0"
 after=$(rt_snap "$W" after)

@@ -732,6 +732,9 @@ same_snap "$before" "$undone" "relative --journal: tree restored byte for byte"
 rm -rf "$W/../rel-journal.$$"
 
 # --- user nobody, modes 000 and 500 ---------------------------------------------------
+# (src/util.c is rewritten in place and made mode 0 through the descriptor that wrote
+# it: that fchmod's META must be kept, so that undo as nobody can make the file writable
+# again before it writes the content back; journal/capture.c, BBX_FDID_KEPT.)
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
 	NBG=$(id -gn nobody)
 	NB="setpriv --reuid=nobody --regid=$NBG --clear-groups"
@@ -751,6 +754,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
 		chmod 600 secret.txt && echo x > secret.txt && chmod 0 secret.txt &&
 		chmod 700 ro && rm ro/f && echo y > ro/g && chmod 500 ro && chmod 700 nox &&
 		mv nox/f nox/g && chmod 0 nox && rm -rf wide && sed -i s/foo/FOO/ src/main.c &&
+		{ [ ! -x /usr/bin/python3 ] || /usr/bin/python3 -c "import os
+fd = os.open(\"src/util.c\", os.O_WRONLY); os.write(fd, b\"//\"); os.fchmod(fd, 0); os.close(fd)"; } &&
 		chmod 0 docs/guide.txt && chmod 0 src') >"$T_TMP/run.out" 2>"$T_TMP/run.err"
 	rc=$?
 	[ $rc -eq 0 ] || rt_showerr "$T_TMP/run.err"
