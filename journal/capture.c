@@ -1231,8 +1231,8 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	 * names keep it, its "created" mark still holds (and must: a write through one of
 	 * them needs no copy either).  A file kept before (content or length) leaves the
 	 * tree with its last name too: it lives on only as this object (or not at all,
-	 * after a copy), where a descriptor still open to it must find nothing that spares
-	 * a change the policy's check (BBX_FDID_KEPT), and its number may be reused. */
+	 * after a copy, and its number may be reused), and a change through a descriptor
+	 * still open to it must be checked and recorded again (BBX_FDID_KEPT). */
 	if (rc == 0 && sb.st_nlink == 1 && S_ISREG(sb.st_mode) && lvl != BBX_LVL_NONE)
 		bbx_state_forget(run->st, sb.st_dev, sb.st_ino);
 	return rc;
