@@ -229,10 +229,10 @@ struct bbx_pending {
 	uint64_t dev, ino; /* a hard link's: its source's identity (bbx_cap_link), ino 0: none */
 	uint64_t pgen;	   /* a directory's: the namespace generation its parent's words were
 			    * proved in before the call (bbx_dname), 0: not proved */
-	uint64_t kdev, kino; /* an open's: the regular file it found kept whole (content and
-			      * metadata: BBX_LVL_CONTENT) before the call, kino 0: none; the
-			      * descriptor the call returns is marked with it (bbx_cap_done,
-			      * BBX_FDID_KEPT) */
+	uint64_t kdev, kino; /* an open's: the regular file kept whole (content and metadata:
+			      * BBX_LVL_CONTENT) before the call, by this capture or an earlier
+			      * one, kino 0: none; the descriptor the call returns is marked
+			      * with it (bbx_cap_done, BBX_FDID_KEPT) */
 };
 
 /* Before creating path (mkdir, mknod, mkfifo, symlink, link, mkstemp).  kind is a

@@ -254,8 +254,9 @@ same_snap "$before" "$after" "second names: the tree is back byte for byte (obj,
 # A writing open of a file that was there before keeps its content and metadata (a
 # PRESERVE, or an empty file's SIZE); futimens through the descriptor it returned (or a
 # dup2/dup3 of it), or utime by a name the policy allows, then needs no record: undo's
-# restore of the PRESERVE puts the times back.  Mode changes are still recorded.  Once the file's last name is gone (its inode lives on as an
-# object), the same descriptor spares nothing: the change is recorded again.
+# restore of the PRESERVE puts the times back.  Mode changes are still recorded.  Once
+# the file's last name is gone (its inode lives on as an object), the same descriptor
+# spares nothing: the change is recorded again.
 setup
 : >"$W/empty" && touch -d '2020-01-02 03:04:05' "$W/empty"
 before=$(rt_snap "$W" before)
