@@ -642,6 +642,97 @@ static uint64_t clone_pair(uint64_t src, uint64_t dst)
 	return (src * 0x9e3779b97f4a7c15ull) ^ dst ^ 1;
 }
 
+/* Pre-images up to this size go into the run's shared object when no reflink is to be
+ * had (weak: the unit tests that inject faults into an object file's writes set 0). */
+#define PACK_MAX (1u << 20)
+__attribute__((weak)) uint64_t bbx_pack_max = PACK_MAX;
+
+/* [journal] max_preserve for a byte copy of sb's size: 0 to copy, > 0 to go on
+ * without one (*ov says why), -errno when refused (DENY written). */
+static int over_limit(const char *op, const char *path, const struct stat *sb,
+		      struct bbx_oversize *ov)
+{
+	if ((uint64_t)sb->st_size <= __atomic_load_n(&bbx_preserve_max, __ATOMIC_RELAXED) ||
+	    !bbx_cap_oversize)
+		return 0;
+	return bbx_cap_oversize(op, path, sb, ov);
+}
+
+/* Whether the file at fd has extended attributes (an ACL is one) that a copy must
+ * carry: a packed range cannot.  An error other than "none here" counts as yes. */
+static int has_xattrs(int fd)
+{
+	ssize_t n = flistxattr(fd, NULL, 0);
+	return n > 0 || (n < 0 && errno != ENOTSUP);
+}
+
+/* Keeps the first size bytes of srcfd in the run's shared object (objects/pack), in a
+ * range reserved for them alone by raising the state's BBX_PACK_END: no inode and no
+ * directory entry of its own.  A byte copy of a small file into an object of its own
+ * cost a new inode, and on a filesystem without a journal the inode allocator reads
+ * the inode table past every inode freed in the last seconds (ext4's recently_deleted:
+ * cp -a over a tree of 5,600 files right after an rm -rf took 4.7 times as long as
+ * bare, 60 % of it there; issue 5).  *off: where the range starts; *kept: the bytes
+ * copied (fewer if the file shrank meanwhile: the rest of the range stays a hole that
+ * no record names).  Concurrent processes write disjoint ranges; the object is only
+ * ever written at reserved offsets, never truncated. */
+static int pack_copy(struct bbx_run *run, uint64_t *pk, int srcfd, uint64_t size,
+		     uint64_t *off, uint64_t *kept)
+{
+	int rc = bbx_run_pack_path(run, tls.obj, sizeof tls.obj);
+	if (rc)
+		return rc;
+	int sync = bbx_run_sync_mode(run) != BBX_SYNC_OFF;
+	int out = open(tls.obj, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (out < 0)
+		return -errno;
+	*off = __atomic_fetch_add(&pk[BBX_PACK_END], size, __ATOMIC_RELAXED);
+	off_t in_off = 0, out_off = (off_t)*off;
+	uint64_t left = size;
+	int use_cfr = 1;
+	while (left > 0) {
+		size_t want = left > (1u << 30) ? (1u << 30) : (size_t)left;
+		ssize_t n;
+		if (use_cfr) {
+			n = bbx_sys.copy_file_range(srcfd, &in_off, out, &out_off, want, 0);
+			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+				      errno == EOPNOTSUPP)) {
+				use_cfr = 0;
+				continue;
+			}
+		} else {
+			char buf[COPY_BUF];
+			n = pread(srcfd, buf, want < sizeof buf ? want : sizeof buf, in_off);
+			if (n > 0) {
+				ssize_t w = bbx_sys.pwrite(out, buf, (size_t)n, out_off);
+				if (w != n) {
+					n = w < 0 ? -1 : (errno = ENOSPC, -1);
+				} else {
+					in_off += n;
+					out_off += n;
+				}
+			}
+		}
+		if (n == 0)
+			break; /* the file shrank under us: what is there is the pre-image */
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		left -= (uint64_t)n;
+	}
+	*kept = size - left;
+	if (!rc && sync && bbx_sys.fsync(out) < 0)
+		rc = -errno;
+	if (close(out) < 0 && !rc)
+		rc = -errno;
+	if (!rc && sync)
+		rc = sync_dir_of(tls.obj); /* the object's name, made by the first copy */
+	return rc;
+}
+
 /* Keeps srcfd's content (the regular file at path, status sb) as a new object: a reflink
  * where the filesystem can, else a byte copy - unless the copy would exceed
  * [journal] max_preserve, when the policy (bbx_cap_oversize) decides: copy anyway
@@ -650,9 +741,35 @@ static uint64_t clone_pair(uint64_t src, uint64_t dst)
  * a record in the thread's buffer: a NOTE or a DENY may be written here. */
 static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, const struct stat *sb,
 			 const char *op, const char *path, int *how, uint64_t *ns,
-			 struct bbx_oversize *ov)
+			 struct bbx_oversize *ov, uint64_t *off, uint64_t *kept)
 {
 	*ns = 0;
+	*off = 0;
+	*kept = (uint64_t)sb->st_size;
+	uint64_t pair = clone_pair(sb->st_dev, run->odev);
+	uint64_t *pk = bbx_state_pack(run->st);
+	/* No reflink to be had (known to this process for this pair of filesystems, or to
+	 * the run for its objects directory): a small file without extended attributes is
+	 * packed. */
+	if (pk && (uint64_t)sb->st_size <= __atomic_load_n(&bbx_pack_max, __ATOMIC_RELAXED) &&
+	    (__atomic_load_n(&no_clone, __ATOMIC_RELAXED) == pair ||
+	     (__atomic_load_n(&pk[BBX_PACK_FLAGS], __ATOMIC_RELAXED) & BBX_PACK_NOCLONE)) &&
+	    !has_xattrs(srcfd)) {
+		int d = over_limit(op, path, sb, ov);
+		if (d) {
+			if (d < 0)
+				return d; /* refused: DENY written, the call fails */
+			*how = BBX_HOW_LOST;
+			return 0;
+		}
+		uint64_t t0 = mono_ns();
+		int rc = pack_copy(run, pk, srcfd, (uint64_t)sb->st_size, off, kept);
+		if (rc)
+			return rc;
+		*ns = mono_ns() - t0;
+		*how = BBX_HOW_PACKED;
+		return 0;
+	}
 	int rc = bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj);
 	if (rc)
 		return rc;
@@ -664,7 +781,6 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, const str
 		return -errno;
 	bbx_copy_xattrs(srcfd, out); /* a copy is a new inode: it must carry them */
 	uint64_t size = (uint64_t)sb->st_size;
-	uint64_t pair = clone_pair(sb->st_dev, run->odev);
 	if (__atomic_load_n(&no_clone, __ATOMIC_RELAXED) != pair) {
 		if (ioctl(out, FICLONE, srcfd) == 0) {
 			/* Shared extents cost no space and no time: never limited. */
@@ -673,18 +789,20 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, const str
 		}
 		if (errno == EOPNOTSUPP || errno == EXDEV || errno == ENOTTY)
 			__atomic_store_n(&no_clone, pair, __ATOMIC_RELAXED);
+		/* Not EXDEV (the file's own filesystem elsewhere): the objects directory's
+		 * filesystem has no reflinks at all, and the whole run may know it. */
+		if (pk && (errno == EOPNOTSUPP || errno == ENOTTY))
+			__atomic_fetch_or(&pk[BBX_PACK_FLAGS], BBX_PACK_NOCLONE, __ATOMIC_RELAXED);
 	}
 	/* The size from the stat the caller already made: no system call more. */
-	if (size > __atomic_load_n(&bbx_preserve_max, __ATOMIC_RELAXED) && bbx_cap_oversize) {
-		int d = bbx_cap_oversize(op, path, sb, ov);
-		if (d) {
-			close(out);
-			unlink(tls.obj);
-			if (d < 0)
-				return d; /* refused: DENY written, the call fails */
-			*how = BBX_HOW_LOST;
-			return 0;
-		}
+	int d = over_limit(op, path, sb, ov);
+	if (d) {
+		close(out);
+		unlink(tls.obj);
+		if (d < 0)
+			return d; /* refused: DENY written, the call fails */
+		*how = BBX_HOW_LOST;
+		return 0;
 	}
 	if (size >= PRESERVE_NOTICE) {
 		char hs[32], text[96];
@@ -758,9 +876,10 @@ fail:
 
 /* The fields a PRESERVE gets from preserve_copy: OBJECT (unless lost), SIZE (the
  * length kept, or not kept), DURATION of a byte copy, and for a lost pre-image the
- * policy's RULE and REASON. */
+ * policy's RULE and REASON; a packed one names the shared object, its OFFSET there
+ * and, as SIZE, the bytes it copied. */
 static void enc_kept(struct bbx_enc *e, uint64_t seq, int how, uint64_t size, uint64_t ns,
-		     const struct bbx_oversize *ov)
+		     const struct bbx_oversize *ov, uint64_t off, uint64_t kept)
 {
 	if (how == BBX_HOW_LOST) {
 		bbx_enc_u64(e, BBX_T_SIZE, size);
@@ -768,6 +887,13 @@ static void enc_kept(struct bbx_enc *e, uint64_t seq, int how, uint64_t size, ui
 			bbx_enc_str(e, BBX_T_RULE, ov->rule);
 		if (ov->reason[0])
 			bbx_enc_str(e, BBX_T_REASON, ov->reason);
+		return;
+	}
+	if (how == BBX_HOW_PACKED) {
+		bbx_enc_str(e, BBX_T_OBJECT, BBX_PACK_OBJECT);
+		bbx_enc_u64(e, BBX_T_OFFSET, off);
+		bbx_enc_u64(e, BBX_T_SIZE, kept);
+		bbx_enc_u64(e, BBX_T_DURATION, ns);
 		return;
 	}
 	char name[32];
@@ -798,7 +924,8 @@ static int preserve_content(struct bbx_run *run, const char *op, const char *pat
 	uint64_t seq = bbx_state_next_seq(run->st), ns;
 	int how;
 	struct bbx_oversize ov = {0};
-	rc = preserve_copy(run, seq, src, sb, op, path, &how, &ns, &ov);
+	uint64_t off, kept;
+	rc = preserve_copy(run, seq, src, sb, op, path, &how, &ns, &ov, &off, &kept);
 	if (src != fd)
 		close(src);
 	if (rc)
@@ -807,12 +934,13 @@ static int preserve_content(struct bbx_run *run, const char *op, const char *pat
 	begin(&e, BBX_REC_PRESERVE, op, path);
 	bbx_enc_u32(&e, BBX_T_KIND, BBX_KIND_FILE);
 	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
-	enc_kept(&e, seq, how, (uint64_t)sb->st_size, ns, &ov);
+	enc_kept(&e, seq, how, (uint64_t)sb->st_size, ns, &ov, off, kept);
 	enc_stat(&e, sb);
 	rc = bbx_run_emit(run, &e, seq);
 	if (rc) {
-		/* (A record appended but not made durable - sync - still names its object.) */
-		if (how != BBX_HOW_LOST && bbx_run_last_seq != seq) {
+		/* (A record appended but not made durable - sync - still names its object.
+		 * A packed range is left as a hole nothing names.) */
+		if (how != BBX_HOW_LOST && how != BBX_HOW_PACKED && bbx_run_last_seq != seq) {
 			bbx_run_object_path(run, seq, tls.obj, sizeof tls.obj);
 			unlink(tls.obj);
 		}
@@ -1150,7 +1278,7 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 	}
 	int how = BBX_HOW_INLINE, lvl = level_of(run, &sb);
 	ssize_t tlen = 0;
-	uint64_t ns = 0;
+	uint64_t ns = 0, off = 0, kept = 0;
 	struct bbx_oversize ov = {0};
 	if (S_ISLNK(sb.st_mode)) {
 		tls.lnk_fd1 = 0; /* lnk holds the link's target now (fd_name_after_policy) */
@@ -1193,7 +1321,7 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 			int src = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 			if (src < 0)
 				return -errno;
-			rc = preserve_copy(run, seq, src, &sb, op, path, &how, &ns, &ov);
+			rc = preserve_copy(run, seq, src, &sb, op, path, &how, &ns, &ov, &off, &kept);
 			close(src);
 			if (rc)
 				return rc;
@@ -1208,8 +1336,9 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		char name[32];
 		bbx_run_object_name(seq, name, sizeof name);
 		bbx_enc_str(&e, BBX_T_OBJECT, name);
-	} else if (how == BBX_HOW_COPY || how == BBX_HOW_REFLINK || how == BBX_HOW_LOST)
-		enc_kept(&e, seq, how, (uint64_t)sb.st_size, ns, &ov);
+	} else if (how == BBX_HOW_COPY || how == BBX_HOW_REFLINK || how == BBX_HOW_LOST ||
+		   how == BBX_HOW_PACKED)
+		enc_kept(&e, seq, how, (uint64_t)sb.st_size, ns, &ov, off, kept);
 	bbx_enc_u32(&e, BBX_T_HOW, (uint32_t)how);
 	enc_stat(&e, &sb);
 	/* Held back too when it keeps nothing (how=none: a name of an inode the run

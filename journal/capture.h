@@ -217,6 +217,9 @@ struct bbx_oversize {
 	char reason[160]; /* "1.5 GiB file over the 256 MiB preserve limit" */
 };
 extern uint64_t bbx_preserve_max;
+/* The largest pre-image packed into the run's shared object (capture.c, pack_copy);
+ * larger ones get an object of their own.  Weak, 1 MiB: tests set it. */
+extern uint64_t bbx_pack_max;
 extern int (*bbx_cap_oversize)(const char *op, const char *path, const struct stat *sb,
 			       struct bbx_oversize *out);
 

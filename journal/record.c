@@ -88,7 +88,7 @@ const char *bbx_rec_type_name(int type)
 const char *bbx_how_name(int how)
 {
 	static const char *const n[] = {"none", "link", "copy", "reflink", "inline", "lost",
-					"alias", "excl"};
+					"alias", "excl", "packed"};
 	return how >= 0 && how < (int)(sizeof n / sizeof n[0]) ? n[how] : "?";
 }
 
@@ -352,7 +352,7 @@ int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 			break;
 		case BBX_T_SIZE: case BBX_T_REF: case BBX_T_DEV: case BBX_T_INO:
 		case BBX_T_RET: case BBX_T_COUNT: case BBX_T_PID: case BBX_T_CHAIN:
-		case BBX_T_DURATION: {
+		case BBX_T_DURATION: case BBX_T_OFFSET: {
 			if (n != 8)
 				return -EBADMSG;
 			uint64_t x = get64(v);
@@ -364,6 +364,7 @@ int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 			else if (tag == BBX_T_PID) { r->pid = x; r->has_pid = true; }
 			else if (tag == BBX_T_CHAIN) { r->chain = x; r->has_chain = true; }
 			else if (tag == BBX_T_DURATION) { r->duration = x; r->has_duration = true; }
+			else if (tag == BBX_T_OFFSET) { r->offset = x; r->has_offset = true; }
 			else { r->ret = (int64_t)x; r->has_ret = true; }
 			break;
 		}

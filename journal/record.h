@@ -83,6 +83,7 @@ enum bbx_tag {
 	BBX_T_ENV = 33,      /* bytes: NAME=VALUE strings, NUL-terminated, back to back */
 	BBX_T_ACCESS = 34,   /* u32: enum bbx_access (what a DENY was about) */
 	BBX_T_DURATION = 35, /* u64: ns a capture spent keeping its pre-image (a PRESERVE copy) */
+	BBX_T_OFFSET = 36,   /* u64: where a packed pre-image starts in its object (how=packed) */
 };
 
 enum bbx_decision {
@@ -132,6 +133,7 @@ enum bbx_how {
 	BBX_HOW_ALIAS = 6,   /* another name of the same inode survives: PATH2 names it */
 	BBX_HOW_EXCL = 7,    /* CREATE: the name was not looked up first; the call makes a
 			      * new inode or fails with EEXIST (O_CREAT|O_EXCL, mkstemp) */
+	BBX_HOW_PACKED = 8,  /* a byte copy at OFFSET of the run's shared object (SIZE bytes) */
 };
 
 enum bbx_meta_mask {
@@ -221,8 +223,8 @@ struct bbx_rec {
 	const char *argv; size_t argv_len; /* NUL-separated */
 	const void *xvalue; size_t xvalue_len; bool has_xvalue;
 	struct bbx_stat st; bool has_stat;
-	uint64_t size, ref, dev, ino, count, duration;
-	bool has_size, has_ref, has_ino, has_ret, has_duration;
+	uint64_t size, ref, dev, ino, count, duration, offset;
+	bool has_size, has_ref, has_ino, has_ret, has_duration, has_offset;
 	int64_t ret;
 	int32_t err;
 	uint32_t kind, how, flags, mask;

@@ -698,6 +698,14 @@ int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size
 	return object_name_at(seq, out, cap, bbx_str_put(out, cap, n, "/objects/", 9));
 }
 
+int bbx_run_pack_path(const struct bbx_run *run, char *out, size_t cap)
+{
+	size_t n = bbx_str_put(out, cap, 0, run->dir, strlen(run->dir));
+	n = bbx_str_put(out, cap, n, "/objects/" BBX_PACK_OBJECT, sizeof "/objects/" BBX_PACK_OBJECT - 1);
+	bbx_str_end(out, cap, n);
+	return n >= cap ? -ENAMETOOLONG : 0;
+}
+
 int bbx_run_meta_append(const char *dir, const char *key, const char *value)
 {
 	char p[PATH_MAX + 16], line[PATH_MAX + 256];

@@ -20,8 +20,9 @@
 #include <stdint.h>
 
 /* The journal directory's format, the first line of its meta file ("format=bbx-journal
- * 1"); bbx --version prints it. */
-#define BBX_JOURNAL_FORMAT "1"
+ * 2"); bbx --version prints it.  2: PRESERVE how=packed (a pre-image inside the run's
+ * shared object), which an undo of format 1 would not restore; bbx-undo reads 1 and 2. */
+#define BBX_JOURNAL_FORMAT "2"
 
 /* The small fields first, and the writer's (writer.h) right after them: a process that
  * opens the run then writes the head of two pages of this struct, the one holding them
@@ -162,6 +163,10 @@ int bbx_run_fsync_path(const char *path);
 static inline unsigned bbx_run_object_shard(uint64_t seq) { return (unsigned)((seq >> 10) & 0xff); }
 int bbx_run_object_name(uint64_t seq, char *out, size_t cap);
 int bbx_run_object_path(const struct bbx_run *run, uint64_t seq, char *out, size_t cap);
+/* The run's shared object, where small pre-images are packed (PRESERVE how=packed):
+ * its name under objects/, and its path. */
+#define BBX_PACK_OBJECT "pack"
+int bbx_run_pack_path(const struct bbx_run *run, char *out, size_t cap);
 
 /* The run's system-call mark: a value the shim puts in an argument register that
  * truncate(2), open(2) and openat(2) do not use, on the calls bbx-run's seccomp filter

@@ -40,7 +40,8 @@ size_t bbx_state_lock_off(uint32_t nslots)
 #define HEAD_PROGS_OFF (HEAD_LOCK_OFF + 2 * LOCK_SPAN)
 #define HEAD_CLEAN_OFF (HEAD_PROGS_OFF + SPAN(BBX_STATE_PROGS, sizeof(struct bbx_state_prog)))
 #define HEAD_NSGEN_OFF (HEAD_CLEAN_OFF + BBX_STATE_CLEAN * sizeof(uint64_t))
-#define HEAD_END (HEAD_NSGEN_OFF + sizeof(uint64_t))
+#define HEAD_PACK_OFF (HEAD_NSGEN_OFF + sizeof(uint64_t))
+#define HEAD_END (HEAD_PACK_OFF + 2 * sizeof(uint64_t))
 _Static_assert(HEAD_END <= BBX_STATE_HEAD, "the head fits in its page");
 
 static struct bbx_state_slot *slots(struct bbx_state *st)
@@ -110,6 +111,13 @@ uint64_t *bbx_state_clean(struct bbx_state *st)
 uint64_t *bbx_state_nsgen(struct bbx_state *st)
 {
 	return st->version >= 5 ? (uint64_t *)((char *)st + HEAD_NSGEN_OFF) : NULL;
+}
+
+uint64_t *bbx_state_pack(struct bbx_state *st)
+{
+	/* Zero in any version 5 or 6 file (the head page is zero-filled); an older shim
+	 * simply does not pack. */
+	return st->version >= 5 ? (uint64_t *)((char *)st + HEAD_PACK_OFF) : NULL;
 }
 
 size_t bbx_state_clean_n(const struct bbx_state *st)

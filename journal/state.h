@@ -117,6 +117,16 @@ size_t bbx_state_clean_n(const struct bbx_state *st);
  * proof only while the generation is the one it read before proving. */
 uint64_t *bbx_state_nsgen(struct bbx_state *st);
 
+/* The run's shared object, objects/pack (journal/capture.c, preserve_copy): two words
+ * in the head page (version 5 and later; NULL before).  [BBX_PACK_END] is the end of
+ * the bytes reserved in it so far, raised atomically by each packed copy for its own
+ * range; [BBX_PACK_FLAGS] holds BBX_PACK_NOCLONE once a capture found that the objects
+ * directory's filesystem cannot reflink (every later copy of the run then packs
+ * small files instead of trying). */
+enum { BBX_PACK_END = 0, BBX_PACK_FLAGS = 1 };
+#define BBX_PACK_NOCLONE 1u
+uint64_t *bbx_state_pack(struct bbx_state *st);
+
 /* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
 int bbx_state_create(const char *path);
 /* 1 if the file at fd can be one bbx_state_create was making when it was killed (or

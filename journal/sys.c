@@ -21,8 +21,20 @@ static ssize_t raw_write(int fd, const void *buf, size_t len)
 	return r;
 }
 
+/* pwrite(2) likewise: into the run's shared object, never through a wrapper. */
+static ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	long r = bbx_sys_raw4(SYS_pwrite64, fd, (long)buf, (long)len, (long)off);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
 struct bbx_sys bbx_sys = {
 	.write = raw_write,
+	.pwrite = raw_pwrite,
 	.copy_file_range = copy_file_range,
 	.linkat = linkat,
 	.fdatasync = fdatasync,

@@ -23,6 +23,7 @@
 
 struct bbx_sys {
 	ssize_t (*write)(int fd, const void *buf, size_t n);
+	ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
 	ssize_t (*copy_file_range)(int in, off_t *inoff, int out, off_t *outoff, size_t n,
 				   unsigned flags);
 	int (*linkat)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,7 +40,8 @@ static int action_of(const struct bbx_rec *r)
 	case BBX_REC_PRESERVE:
 		switch (r->how) {
 		case BBX_HOW_LINK: return BBX_UNDO_RESTORE_LINK;
-		case BBX_HOW_COPY: case BBX_HOW_REFLINK: return BBX_UNDO_RESTORE_COPY;
+		case BBX_HOW_COPY: case BBX_HOW_REFLINK: case BBX_HOW_PACKED:
+			return BBX_UNDO_RESTORE_COPY;
 		case BBX_HOW_INLINE: return BBX_UNDO_RESTORE_INLINE;
 		case BBX_HOW_LOST: return BBX_UNDO_LOST;
 		case BBX_HOW_ALIAS: return BBX_UNDO_RESTORE_ALIAS;
@@ -442,14 +444,35 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 	if (action == BBX_UNDO_RESTORE_COPY) {
 		if ((rc = objpath(c, r, obj, sizeof obj)))
 			goto out;
+		/* A packed pre-image is SIZE bytes at OFFSET of the shared object. */
+		uint64_t off = 0, len = BBX_UOP_WHOLE;
+		if (r->how == BBX_HOW_PACKED) {
+			if (!r->has_offset || !r->has_size) {
+				rc = -EBADMSG;
+				goto out;
+			}
+			off = r->offset;
+			len = r->size;
+			/* The whole range there before anything is truncated: a shared object
+			 * cut short (copied without its end, damaged) fails the step cleanly. */
+			struct stat so;
+			if (stat(obj, &so) < 0) {
+				rc = -errno;
+				goto out;
+			}
+			if (off > UINT64_MAX - len || (uint64_t)so.st_size < off + len) {
+				rc = -EIO;
+				goto out;
+			}
+		}
 		if (exists && S_ISREG(sb.st_mode) && ino_same(&c->alias, sb.st_ino, r->st.ino)) {
 			/* Same inode: write in place, so its other hard links see it too. */
-			rc = bbx_uop_copy_into(&c->u, obj, r->path);
+			rc = bbx_uop_copy_into(&c->u, obj, off, len, r->path);
 		} else if (!exists) {
-			rc = bbx_uop_copy_new(&c->u, obj, r->path);
+			rc = bbx_uop_copy_new(&c->u, obj, off, len, r->path);
 		} else {
 			tmp_beside(r->path, tmp, sizeof tmp);
-			rc = bbx_uop_copy_new(&c->u, obj, tmp);
+			rc = bbx_uop_copy_new(&c->u, obj, off, len, tmp);
 			if (!rc)
 				rc = install(c, tmp, r->path);
 		}
@@ -752,6 +775,30 @@ static int open_undo_run(struct ctx *c, char *udir, size_t cap, int *resumed)
 	return c->progress_fd < 0 ? -errno : 0;
 }
 
+/* 0 if this undo knows the directory's format (meta's first line), or it has none
+ * (a directory whose meta was lost: the journal itself is what counts); -EPROTO for a
+ * format it does not know: a later format may carry pre-images this code would skip
+ * (journal-format.md, 11). */
+static int format_known(const char *dir)
+{
+	char p[PATH_MAX + 16], line[64] = "";
+	snprintf(p, sizeof p, "%s/meta", dir);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return 0;
+	int ok = 1;
+	if (fgets(line, sizeof line, f)) {
+		static const char key[] = "format=bbx-journal ";
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, key, sizeof key - 1)) {
+			const char *v = line + sizeof key - 1;
+			ok = !strcmp(v, "1") || !strcmp(v, BBX_JOURNAL_FORMAT);
+		}
+	}
+	fclose(f);
+	return ok ? 0 : -EPROTO;
+}
+
 int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo_stats *s)
 {
 	struct ctx c = {.dir = dir, .o = o, .s = s, .progress_fd = -1, .alias_fd = -1,
@@ -763,8 +810,11 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 		s->already_done = 1;
 		return 0;
 	}
+	int rc = format_known(dir);
+	if (rc)
+		return rc;
 	snprintf(p, sizeof p, "%s/journal", dir);
-	int rc = bbx_reader_open(&c.r, p);
+	rc = bbx_reader_open(&c.r, p);
 	if (rc)
 		return rc;
 	struct bbx_undo_step *steps = NULL;

@@ -97,47 +97,61 @@ int bbx_uop_mknod(struct bbx_uops *u, const char *path, mode_t mode, dev_t rdev)
 	CREATE_OP(path, bbx_kind_of_mode(mode), mode, NULL, mknod(path, mode, rdev));
 }
 
-/* Content from obj into out: a reflink where possible, else copy_file_range.  A new
- * inode (xattrs: 1) also gets the object's extended attributes. */
-static int fill(int out, const char *obj, int xattrs)
+/* len bytes at off of in into out, from its start; -EIO if in ends before them (an
+ * object shorter than its record says: nothing short is ever restored as complete). */
+static int fill_range(int in, int out, uint64_t off, uint64_t len)
+{
+	off_t ioff = (off_t)off, ooff = 0;
+	while (len > 0) {
+		size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
+		ssize_t n = copy_file_range(in, &ioff, out, &ooff, want, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+			      errno == EOPNOTSUPP)) {
+			char buf[65536];
+			n = pread(in, buf, want < sizeof buf ? want : sizeof buf, ioff);
+			if (n > 0 && pwrite(out, buf, (size_t)n, ooff) != n)
+				n = -1;
+			if (n > 0) {
+				ioff += n;
+				ooff += n;
+			}
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Content from obj into out: a whole object by reflink where possible, else
+ * copy_file_range; a packed range by copy.  A new inode (xattrs: 1) made from a whole
+ * object also gets the object's extended attributes. */
+static int fill(int out, const char *obj, uint64_t off, uint64_t len, int xattrs)
 {
 	int in = open(obj, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
 	int rc = 0;
-	if (xattrs)
-		bbx_copy_xattrs(in, out);
-	if (ioctl(out, FICLONE, in) < 0) {
-		struct stat sb;
-		if (fstat(in, &sb) < 0) {
-			rc = -errno;
-		} else {
-			off_t left = sb.st_size;
-			while (left > 0) {
-				ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS)) {
-					char buf[65536];
-					n = read(in, buf, sizeof buf);
-					if (n > 0 && write(out, buf, (size_t)n) != n)
-						n = -1;
-				}
-				if (n < 0) {
-					rc = -errno;
-					break;
-				}
-				if (n == 0)
-					break;
-				left -= n;
-			}
+	if (len != BBX_UOP_WHOLE) {
+		rc = fill_range(in, out, off, len);
+	} else {
+		if (xattrs)
+			bbx_copy_xattrs(in, out);
+		if (ioctl(out, FICLONE, in) < 0) {
+			struct stat sb;
+			rc = fstat(in, &sb) < 0 ? -errno : fill_range(in, out, 0, (uint64_t)sb.st_size);
 		}
 	}
 	close(in);
 	return rc;
 }
 
-int bbx_uop_copy_new(struct bbx_uops *u, const char *obj, const char *path)
+int bbx_uop_copy_new(struct bbx_uops *u, const char *obj, uint64_t off, uint64_t len,
+		     const char *path)
 {
 	if (u->dry_run)
 		return 0;
@@ -150,13 +164,14 @@ int bbx_uop_copy_new(struct bbx_uops *u, const char *obj, const char *path)
 	bbx_cap_done(u->run, OP, &p, fd, e, fd);
 	if (fd < 0)
 		return -e;
-	rc = fill(fd, obj, 1);
+	rc = fill(fd, obj, off, len, 1);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	return rc;
 }
 
-int bbx_uop_copy_into(struct bbx_uops *u, const char *obj, const char *path)
+int bbx_uop_copy_into(struct bbx_uops *u, const char *obj, uint64_t off, uint64_t len,
+		      const char *path)
 {
 	if (u->dry_run)
 		return 0;
@@ -168,7 +183,7 @@ int bbx_uop_copy_into(struct bbx_uops *u, const char *obj, const char *path)
 	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	rc = fill(fd, obj, 0);
+	rc = fill(fd, obj, off, len, 0);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	return rc;
@@ -266,7 +281,7 @@ int bbx_uop_keep_copy(struct bbx_uops *u, const char *path, char *kept, size_t c
 	}
 	if (!S_ISREG(sb.st_mode))
 		return bbx_uop_rename(u, path, kept, 0);
-	if ((rc = bbx_uop_copy_new(u, path, kept)))
+	if ((rc = bbx_uop_copy_new(u, path, 0, BBX_UOP_WHOLE, kept)))
 		return rc;
 	rc = bbx_uop_setmeta(u, kept, &st, 0, 1, 1);
 	return rc == -EPERM ? 0 : rc;

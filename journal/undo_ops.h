@@ -27,10 +27,16 @@ int bbx_uop_link(struct bbx_uops *u, const char *existing, const char *path);
 int bbx_uop_mkdir(struct bbx_uops *u, const char *path, mode_t mode);
 int bbx_uop_symlink(struct bbx_uops *u, const char *target, size_t tlen, const char *path);
 int bbx_uop_mknod(struct bbx_uops *u, const char *path, mode_t mode, dev_t rdev);
+/* Where a pre-image's bytes are: the whole of obj (len = BBX_UOP_WHOLE; a new inode
+ * made from it also gets obj's extended attributes), or len bytes at off of obj (a
+ * packed pre-image, PRESERVE how=packed: the file had none). */
+#define BBX_UOP_WHOLE UINT64_MAX
 /* Creates path (must not exist) with obj's content and mode 0600. */
-int bbx_uop_copy_new(struct bbx_uops *u, const char *obj, const char *path);
+int bbx_uop_copy_new(struct bbx_uops *u, const char *obj, uint64_t off, uint64_t len,
+		     const char *path);
 /* Rewrites the existing regular file path in place with obj's content. */
-int bbx_uop_copy_into(struct bbx_uops *u, const char *obj, const char *path);
+int bbx_uop_copy_into(struct bbx_uops *u, const char *obj, uint64_t off, uint64_t len,
+		      const char *path);
 int bbx_uop_truncate(struct bbx_uops *u, const char *path, off_t len);
 /* Sets mode, owner and times from st; nofollow acts on a symlink itself.  Returns 0,
  * or -EPERM when only the owner could not be set (reported, not fatal). */

@@ -49,6 +49,8 @@ struct origin {
 	const char *path;  /* the name it had when the run started */
 	uint32_t mode;     /* st_mode before the run (0: unknown) */
 	const char *obj;   /* its content before the run, under objects/ */
+	bool packed;       /* ... obj is the run's shared object: plen bytes at poff */
+	uint64_t poff, plen;
 	bool has_presize;  /* before the run it was the first presize bytes of ... */
 	uint64_t presize;  /* ... obj if set, else of the file it is now */
 	bool changed;      /* its content was written */
@@ -138,7 +140,8 @@ static bool is_content_preserve(const struct bbx_rec *r)
 {
 	/* how=lost: content overwritten without a copy ([journal] over_max_preserve =
 	 * allow): a content change whose pre-image the journal does not have. */
-	return (r->how == BBX_HOW_COPY || r->how == BBX_HOW_REFLINK || r->how == BBX_HOW_LOST) &&
+	return (r->how == BBX_HOW_COPY || r->how == BBX_HOW_REFLINK || r->how == BBX_HOW_LOST ||
+		r->how == BBX_HOW_PACKED) &&
 	       r->op &&
 	       strcmp(r->op, "unlink") && strcmp(r->op, "unlinkat") && strcmp(r->op, "remove") &&
 	       strncmp(r->op, "rename", 6);
@@ -155,6 +158,15 @@ static int cmp_u64(const void *a, const void *b)
 static bool failed(uint64_t seq)
 {
 	return FAIL.n && bsearch(&seq, FAIL.seqs, FAIL.n, sizeof seq, cmp_u64) != NULL;
+}
+
+/* The object a PRESERVE names becomes origin o's pre-image. */
+static void set_obj(struct origin *o, const struct bbx_rec *r)
+{
+	o->obj = r->object;
+	o->packed = r->how == BBX_HOW_PACKED;
+	o->poff = r->offset;
+	o->plen = r->size;
 }
 
 static void walk(const struct bbx_rec *r)
@@ -177,13 +189,13 @@ static void walk(const struct bbx_rec *r)
 		o = cur_get(p);
 		if (is_content_preserve(r)) {
 			if (o && o != NEW && !O[o - 1].obj && !O[o - 1].lost) {
-				O[o - 1].obj = r->object;
+				set_obj(&O[o - 1], r);
 				O[o - 1].changed = true;
 				O[o - 1].lost = r->how == BBX_HOW_LOST;
 			}
 		} else {
 			if (o && o != NEW && !O[o - 1].obj && !O[o - 1].has_presize && r->object)
-				O[o - 1].obj = r->object;
+				set_obj(&O[o - 1], r);
 			if (o && o != NEW && !O[o - 1].target && r->target) {
 				O[o - 1].target = r->target;
 				O[o - 1].target_len = r->target_len;
@@ -295,7 +307,7 @@ static int by_path(const void *a, const void *b)
 
 /* A temporary file holding the first n bytes of src.  Returns its path (malloc'd) or
  * NULL. */
-static char *prefix_copy(const char *src, uint64_t n)
+static char *range_copy(const char *src, uint64_t off, uint64_t n)
 {
 	char *t = strdup("/tmp/bbx-diff.XXXXXX");
 	int out = mkstemp(t), in = open(src, O_RDONLY | O_CLOEXEC);
@@ -303,10 +315,11 @@ static char *prefix_copy(const char *src, uint64_t n)
 		goto fail;
 	char buf[65536];
 	while (n) {
-		ssize_t k = read(in, buf, n < sizeof buf ? n : sizeof buf);
+		ssize_t k = pread(in, buf, n < sizeof buf ? n : sizeof buf, (off_t)off);
 		if (k <= 0 || write(out, buf, (size_t)k) != k)
 			goto fail;
 		n -= (uint64_t)k;
+		off += (uint64_t)k;
 	}
 	close(in);
 	close(out);
@@ -428,9 +441,17 @@ static char *preimage(const struct origin *o, const char *now, bool *tmp)
 			free(p);
 			return NULL;
 		}
+		if (o->packed) {
+			/* Its bytes within the shared object (and, after a SIZE, a prefix). */
+			uint64_t n = o->has_presize && o->presize < o->plen ? o->presize : o->plen;
+			char *q = range_copy(p, o->poff, n);
+			free(p);
+			*tmp = q != NULL;
+			return q;
+		}
 	}
 	if (o->has_presize) {
-		char *q = prefix_copy(p ? p : now, o->presize);
+		char *q = range_copy(p ? p : now, 0, o->presize);
 		free(p);
 		*tmp = q != NULL;
 		return q;

@@ -145,7 +145,8 @@ const char *bbx_log_access_name(uint32_t a)
 bool bbx_log_is_content(const struct bbx_rec *r)
 {
 	return r->type == BBX_REC_PRESERVE &&
-	       (r->how == BBX_HOW_COPY || r->how == BBX_HOW_REFLINK || r->how == BBX_HOW_LOST) &&
+	       (r->how == BBX_HOW_COPY || r->how == BBX_HOW_REFLINK || r->how == BBX_HOW_LOST ||
+		r->how == BBX_HOW_PACKED) &&
 	       r->op && strcmp(r->op, "unlink") && strcmp(r->op, "unlinkat") &&
 	       strcmp(r->op, "remove") && strncmp(r->op, "rename", 6);
 }
@@ -716,7 +717,8 @@ static void print_kept(FILE *o, const struct bbx_rec *r)
 		put_reason_rule(o, r);
 		return;
 	}
-	if (!r->has_size || (r->how != BBX_HOW_COPY && r->how != BBX_HOW_REFLINK))
+	if (!r->has_size ||
+	    (r->how != BBX_HOW_COPY && r->how != BBX_HOW_REFLINK && r->how != BBX_HOW_PACKED))
 		return;
 	uint64_t ms = r->has_duration ? r->duration / 1000000 : 0;
 	if (r->size < (1u << 20) && ms < 100)

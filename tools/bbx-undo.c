@@ -6,6 +6,7 @@
 #include "journal/undo.h"
 
 #include <err.h>
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -61,6 +62,9 @@ int main(int argc, char **argv)
 	bbx_tool_journal(optind < argc ? argv[optind] : NULL, dir, sizeof dir);
 	struct bbx_undo_stats s;
 	int rc = bbx_undo_run(dir, &o, &s);
+	if (rc == -EPROTO)
+		errx(1, "%s: its journal format (meta) is not one this bbx-undo knows (bbx-journal 1 "
+			"or %s): use the bbx-undo of the bbx that wrote it", dir, BBX_JOURNAL_FORMAT);
 	if (rc)
 		errx(1, "%s: %s", dir, strerror(-rc));
 	if (s.already_done) {

@@ -140,6 +140,8 @@ void bbx_log_print_json(FILE *o, const struct ev *e)
 	if (r->type == BBX_REC_PRESERVE || (r->type == BBX_REC_CREATE && r->how))
 		json_kstr(o, &f, "how", bbx_how_name((int)r->how));
 	json_kstr(o, &f, "object", r->object);
+	if (r->has_offset)
+		fprintf(o, ",\"offset\":%llu", (unsigned long long)r->offset);
 	if (r->has_size)
 		fprintf(o, ",\"size\":%llu", (unsigned long long)r->size);
 	if (r->has_duration)

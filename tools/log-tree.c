@@ -168,7 +168,8 @@ static void counter_print(FILE *o, const char *title, struct counter *c, size_t 
 void bbx_log_print_stats(FILE *o, bool json)
 {
 	struct counter types = {0}, ops = {0}, decs = {0}, progs = {0}, paths = {0};
-	unsigned long long pres_n[8] = {0}, pres_b[8] = {0};
+	unsigned long long pres_n[9] = {0}, pres_b[9] = {0};
+	static const int kept_hows[] = {BBX_HOW_LINK, BBX_HOW_COPY, BBX_HOW_REFLINK, BBX_HOW_PACKED};
 	size_t nsel = 0, nfail = 0;
 	for (size_t i = 0; i < bbx_log.nev; i++) {
 		const struct ev *e = &bbx_log.ev[i];
@@ -190,7 +191,7 @@ void bbx_log_print_stats(FILE *o, bool json)
 		counter_add(&progs, e->prog ? e->prog : "?", 1);
 		if (r->path && r->type != BBX_REC_DIRMETA)
 			counter_add(&paths, r->path, 1);
-		if (r->type == BBX_REC_PRESERVE && r->object && r->how < 8) {
+		if (r->type == BBX_REC_PRESERVE && r->object && r->how < 9) {
 			pres_n[r->how]++;
 			pres_b[r->how] += r->has_stat ? r->st.size : 0;
 		}
@@ -202,9 +203,11 @@ void bbx_log_print_stats(FILE *o, bool json)
 		counter_print(o, "by_op", &ops, 0, true);
 		counter_print(o, "by_decision", &decs, 0, true);
 		fputs(",\"preserved\":{", o);
-		for (int h = 1; h <= 3; h++)
-			fprintf(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu}", h > 1 ? "," : "",
+		for (size_t i = 0; i < sizeof kept_hows / sizeof kept_hows[0]; i++) {
+			int h = kept_hows[i];
+			fprintf(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu}", i ? "," : "",
 				bbx_how_name(h), pres_n[h], pres_b[h]);
+		}
 		putc('}', o);
 		counter_print(o, "top_programs", &progs, 10, true);
 		counter_print(o, "top_paths", &paths, 10, true);
@@ -217,8 +220,10 @@ void bbx_log_print_stats(FILE *o, bool json)
 		if (decs.n)
 			counter_print(o, "by decision", &decs, 0, false);
 		fprintf(o, "%spreserved:%s\n", C("1"), C("0"));
-		for (int h = 1; h <= 3; h++)
+		for (size_t i = 0; i < sizeof kept_hows / sizeof kept_hows[0]; i++) {
+			int h = kept_hows[i];
 			fprintf(o, "  %8llu  %s (%llu bytes)\n", pres_n[h], bbx_how_name(h), pres_b[h]);
+		}
 		counter_print(o, "top programs", &progs, 10, false);
 		counter_print(o, "top paths", &paths, 10, false);
 	}

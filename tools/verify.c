@@ -488,6 +488,20 @@ static void check_objects(struct vctx *c)
 			    s->off, s->seq, r.object, type_word(sb.st_mode), type_word(r.st.mode));
 			continue;
 		}
+		/* A packed pre-image is SIZE bytes at OFFSET of the run's shared object: that
+		 * range must be there (the object is written at reserved offsets, never
+		 * truncated). */
+		if (r.how == BBX_HOW_PACKED) {
+			if (!r.has_offset || !r.has_size || !S_ISREG(sb.st_mode) ||
+			    r.offset > UINT64_MAX - r.size ||
+			    (uint64_t)sb.st_size < r.offset + r.size) {
+				struct finding *f = add(c, true, "object", s, true);
+				FMT(f, "journal:%zu: seq %" PRIu64 ": object %s has %lld bytes, record "
+				    "says %" PRIu64 " at offset %" PRIu64 " (how=packed)", s->off, s->seq,
+				    r.object, (long long)sb.st_size, r.size, r.offset);
+			}
+			continue;
+		}
 		/* A link is the preserved inode itself, on the same filesystem; a journal
 		 * directory copied elsewhere cannot keep inode numbers (a note, not a fault). */
 		if (r.how == BBX_HOW_LINK && (uint64_t)sb.st_ino != r.st.ino) {

@@ -321,7 +321,8 @@ START_TEST(test_names)
 	ck_assert_str_eq(bbx_how_name(BBX_HOW_LOST), "lost");
 	ck_assert_str_eq(bbx_how_name(BBX_HOW_ALIAS), "alias");
 	ck_assert_str_eq(bbx_how_name(BBX_HOW_EXCL), "excl");
-	ck_assert_str_eq(bbx_how_name(BBX_HOW_EXCL + 1), "?");
+	ck_assert_str_eq(bbx_how_name(BBX_HOW_PACKED), "packed");
+	ck_assert_str_eq(bbx_how_name(BBX_HOW_PACKED + 1), "?");
 	ck_assert_int_eq(bbx_kind_of_mode(S_IFREG | 0644), BBX_KIND_FILE);
 	ck_assert_int_eq(bbx_kind_of_mode(S_IFDIR), BBX_KIND_DIR);
 	ck_assert_int_eq(bbx_kind_of_mode(S_IFLNK), BBX_KIND_SYMLINK);
