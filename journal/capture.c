@@ -666,6 +666,25 @@ static int has_xattrs(int fd)
 	return n > 0 || (n < 0 && errno != ENOTSUP);
 }
 
+/* One step of a byte copy by pread and write (at_out: pwrite at *out_off): the bytes
+ * copied (both offsets advanced), 0 at the end of srcfd, or -1 with errno (a short
+ * write is ENOSPC). */
+static ssize_t copy_chunk(int srcfd, int out, off_t *in_off, off_t *out_off, size_t want,
+			  int at_out)
+{
+	char buf[COPY_BUF];
+	ssize_t n = pread(srcfd, buf, want < sizeof buf ? want : sizeof buf, *in_off);
+	if (n <= 0)
+		return n;
+	ssize_t w = at_out ? bbx_sys.pwrite(out, buf, (size_t)n, *out_off)
+			   : bbx_sys.write(out, buf, (size_t)n);
+	if (w != n)
+		return w < 0 ? -1 : (errno = ENOSPC, -1);
+	*in_off += n;
+	*out_off += n;
+	return n;
+}
+
 /* Keeps the first size bytes of srcfd in the run's shared object (objects/pack), in a
  * range reserved for them alone by raising the state's BBX_PACK_END: no inode and no
  * directory entry of its own.  A byte copy of a small file into an object of its own
@@ -701,17 +720,7 @@ static int pack_copy(struct bbx_run *run, uint64_t *pk, int srcfd, uint64_t size
 				continue;
 			}
 		} else {
-			char buf[COPY_BUF];
-			n = pread(srcfd, buf, want < sizeof buf ? want : sizeof buf, in_off);
-			if (n > 0) {
-				ssize_t w = bbx_sys.pwrite(out, buf, (size_t)n, out_off);
-				if (w != n) {
-					n = w < 0 ? -1 : (errno = ENOSPC, -1);
-				} else {
-					in_off += n;
-					out_off += n;
-				}
-			}
+			n = copy_chunk(srcfd, out, &in_off, &out_off, want, 1);
 		}
 		if (n == 0)
 			break; /* the file shrank under us: what is there is the pre-image */
@@ -829,17 +838,7 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, const str
 			if (n == 0)
 				break; /* file shrank under us: what is there is the pre-image */
 		} else {
-			char buf[COPY_BUF];
-			n = pread(srcfd, buf, sizeof buf, in_off);
-			if (n > 0) {
-				ssize_t w = bbx_sys.write(out, buf, (size_t)n);
-				if (w != n) {
-					n = w < 0 ? -1 : (errno = ENOSPC, -1);
-				} else {
-					in_off += n;
-					out_off += n;
-				}
-			}
+			n = copy_chunk(srcfd, out, &in_off, &out_off, COPY_BUF, 0);
 			if (n == 0)
 				break; /* end of file (also covers growth while copying) */
 		}

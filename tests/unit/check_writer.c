@@ -46,7 +46,9 @@ static struct {
 	int fsync_calls, fsync_err;         /* objects and directories */
 } inj;
 
-static ssize_t inj_write(int fd, const void *buf, size_t n)
+/* The nth write-like call (write, or pwrite into the run's shared object): -1 with
+ * errno set, or how many of its n bytes to write (fewer for INJ_SHORT). */
+static ssize_t inj_len(int fd, size_t n)
 {
 	int call = ++inj.calls;
 	if (call == inj.fail_at && inj.mode != INJ_NONE)
@@ -57,26 +59,21 @@ static ssize_t inj_write(int fd, const void *buf, size_t n)
 	}
 	if (call == inj.fail_at && inj.mode == INJ_SHORT && n > 1) {
 		size_t k = inj.short_len ? inj.short_len : n / 2;
-		return real_sys.write(fd, buf, k < n ? k : n - 1);
+		return (ssize_t)(k < n ? k : n - 1);
 	}
-	return real_sys.write(fd, buf, n);
+	return (ssize_t)n;
 }
 
-/* pwrite into the run's shared object counts as a write (the same nth). */
+static ssize_t inj_write(int fd, const void *buf, size_t n)
+{
+	ssize_t k = inj_len(fd, n);
+	return k < 0 ? -1 : real_sys.write(fd, buf, (size_t)k);
+}
+
 static ssize_t inj_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	int call = ++inj.calls;
-	if (call == inj.fail_at && inj.mode != INJ_NONE)
-		inj.failed_fd = fd;
-	if (call == inj.fail_at && inj.mode == INJ_ERRNO) {
-		errno = inj.err;
-		return -1;
-	}
-	if (call == inj.fail_at && inj.mode == INJ_SHORT && n > 1) {
-		size_t k = inj.short_len ? inj.short_len : n / 2;
-		return real_sys.pwrite(fd, buf, k < n ? k : n - 1, off);
-	}
-	return real_sys.pwrite(fd, buf, n, off);
+	ssize_t k = inj_len(fd, n);
+	return k < 0 ? -1 : real_sys.pwrite(fd, buf, (size_t)k, off);
 }
 
 static ssize_t inj_cfr(int in, off_t *inoff, int out, off_t *outoff, size_t n, unsigned fl)
