@@ -614,6 +614,8 @@ static void print_record(FILE *o, const struct bbx_rec *r)
 		fprintf(o, " how=%s", bbx_how_name((int)r->how));
 	if (r->object)
 		fprintf(o, " obj=%s", r->object);
+	if (r->has_offset)
+		fprintf(o, " offset=%llu", (unsigned long long)r->offset);
 	if (r->target) {
 		fprintf(o, " target=");
 		bbx_log_put_esc(o, r->target, r->target_len);

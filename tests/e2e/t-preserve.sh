@@ -348,6 +348,9 @@ else
 fi
 bbx-log --verify "$J" >"$T_TMP/verify.out" 2>&1
 expect_rc $? 0 "packed: bbx-log --verify finds every range in the shared object"
+bbx-log --records "$J" | grep -E "PRESERVE.* $W/p2[0-9] .* how=packed obj=pack offset=[0-9]+ size=[0-9]+ " >"$T_TMP/rec.out"
+[ "$(wc -l <"$T_TMP/rec.out")" -eq 10 ] || jcheck 'any(e["type"] == "PRESERVE" and e["how"] == "reflink" for e in ev)'
+ok $? "packed: bbx-log --records names the shared object, the offset and the size ($(wc -l <"$T_TMP/rec.out") of 10)"
 bbx-diff "$J" >"$T_TMP/diff.out" 2>&1
 grep -qxF -- "-$OLD20" "$T_TMP/diff.out"
 ok $? "packed: bbx-diff shows a packed file's old content"
