@@ -685,6 +685,38 @@ static ssize_t copy_chunk(int srcfd, int out, off_t *in_off, off_t *out_off, siz
 	return n;
 }
 
+int bbx_copy_range(int in, off_t *in_off, int out, off_t *out_off, uint64_t len,
+		   uint64_t *copied)
+{
+	uint64_t left = len;
+	int use_cfr = 1;
+	while (left > 0) {
+		size_t want = left > (1u << 30) ? (1u << 30) : (size_t)left;
+		ssize_t n;
+		if (use_cfr) {
+			n = bbx_sys.copy_file_range(in, in_off, out, out_off, want, 0);
+			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+				      errno == EOPNOTSUPP)) {
+				use_cfr = 0;
+				continue;
+			}
+		} else {
+			n = copy_chunk(in, out, in_off, out_off, want, 1);
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			*copied = len - left;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		left -= (uint64_t)n;
+	}
+	*copied = len - left;
+	return 0;
+}
+
 /* Keeps the first size bytes of srcfd in the run's shared object (objects/pack), in a
  * range reserved for them alone by raising the state's BBX_PACK_END: no inode and no
  * directory entry of its own.  A byte copy of a small file into an object of its own
@@ -707,32 +739,8 @@ static int pack_copy(struct bbx_run *run, uint64_t *pk, int srcfd, uint64_t size
 		return -errno;
 	*off = __atomic_fetch_add(&pk[BBX_PACK_END], size, __ATOMIC_RELAXED);
 	off_t in_off = 0, out_off = (off_t)*off;
-	uint64_t left = size;
-	int use_cfr = 1;
-	while (left > 0) {
-		size_t want = left > (1u << 30) ? (1u << 30) : (size_t)left;
-		ssize_t n;
-		if (use_cfr) {
-			n = bbx_sys.copy_file_range(srcfd, &in_off, out, &out_off, want, 0);
-			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-				      errno == EOPNOTSUPP)) {
-				use_cfr = 0;
-				continue;
-			}
-		} else {
-			n = copy_chunk(srcfd, out, &in_off, &out_off, want, 1);
-		}
-		if (n == 0)
-			break; /* the file shrank under us: what is there is the pre-image */
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			break;
-		}
-		left -= (uint64_t)n;
-	}
-	*kept = size - left;
+	/* (A file that shrank under us: what is there is the pre-image.) */
+	rc = bbx_copy_range(srcfd, &in_off, out, &out_off, size, kept);
 	if (!rc && sync && bbx_sys.fsync(out) < 0)
 		rc = -errno;
 	if (close(out) < 0 && !rc)

@@ -338,6 +338,11 @@ int bbx_cap_note(struct bbx_run *run, const char *op, const char *path, const ch
  * (user.* always; trusted.* and security.* need privilege).  Best effort, bounded to
  * 4 KiB of names and 4 KiB per value; allocation-free. */
 void bbx_copy_xattrs(int from, int to);
+/* Up to len bytes of in from *in_off into out at *out_off (copy_file_range, else pread
+ * and pwrite; through bbx_sys), both offsets advanced.  0 with *copied = the bytes
+ * copied (fewer than len only when in ended first), or -errno. */
+int bbx_copy_range(int in, off_t *in_off, int out, off_t *out_off, uint64_t len,
+		   uint64_t *copied);
 
 /* (path.c) Builds an absolute path: path itself if absolute, else relative to dirfd
  * (AT_FDCWD: the cwd).  "." components and repeated slashes are dropped.  When the

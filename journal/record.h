@@ -242,4 +242,12 @@ void bbx_fmt_size(uint64_t n, char *out, size_t cap);
 /* Number of argv strings in r->argv. */
 size_t bbx_rec_argc(const struct bbx_rec *r);
 
+/* Whether a packed PRESERVE's range (SIZE bytes at OFFSET) lies within a shared object
+ * of objsize bytes: undo checks it before touching the path, --verify reports it. */
+static inline bool bbx_rec_packed_fits(const struct bbx_rec *r, uint64_t objsize)
+{
+	return r->has_offset && r->has_size && r->offset <= UINT64_MAX - r->size &&
+	       r->offset + r->size <= objsize;
+}
+
 #endif

@@ -460,7 +460,7 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 				rc = -errno;
 				goto out;
 			}
-			if (off > UINT64_MAX - len || (uint64_t)so.st_size < off + len) {
+			if (!bbx_rec_packed_fits(r, (uint64_t)so.st_size)) {
 				rc = -EIO;
 				goto out;
 			}

@@ -102,29 +102,9 @@ int bbx_uop_mknod(struct bbx_uops *u, const char *path, mode_t mode, dev_t rdev)
 static int fill_range(int in, int out, uint64_t off, uint64_t len)
 {
 	off_t ioff = (off_t)off, ooff = 0;
-	while (len > 0) {
-		size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
-		ssize_t n = copy_file_range(in, &ioff, out, &ooff, want, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-			      errno == EOPNOTSUPP)) {
-			char buf[65536];
-			n = pread(in, buf, want < sizeof buf ? want : sizeof buf, ioff);
-			if (n > 0 && pwrite(out, buf, (size_t)n, ooff) != n)
-				n = -1;
-			if (n > 0) {
-				ioff += n;
-				ooff += n;
-			}
-		}
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		len -= (uint64_t)n;
-	}
-	return 0;
+	uint64_t got;
+	int rc = bbx_copy_range(in, &ioff, out, &ooff, len, &got);
+	return rc ? rc : got < len ? -EIO : 0;
 }
 
 /* Content from obj into out: a whole object by reflink where possible, else

@@ -492,9 +492,7 @@ static void check_objects(struct vctx *c)
 		 * range must be there (the object is written at reserved offsets, never
 		 * truncated). */
 		if (r.how == BBX_HOW_PACKED) {
-			if (!r.has_offset || !r.has_size || !S_ISREG(sb.st_mode) ||
-			    r.offset > UINT64_MAX - r.size ||
-			    (uint64_t)sb.st_size < r.offset + r.size) {
+			if (!S_ISREG(sb.st_mode) || !bbx_rec_packed_fits(&r, (uint64_t)sb.st_size)) {
 				struct finding *f = add(c, true, "object", s, true);
 				FMT(f, "journal:%zu: seq %" PRIu64 ": object %s has %lld bytes, record "
 				    "says %" PRIu64 " at offset %" PRIu64 " (how=packed)", s->off, s->seq,
