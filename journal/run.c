@@ -286,6 +286,7 @@ int bbx_run_open(struct bbx_run *run, const char *dir)
 	int rc = bbx_state_map(p, &run->st);
 	if (rc)
 		return rc;
+	bbx_state_attach(run->st, run->dir); /* where its captured set grows (state.h) */
 	__atomic_store_n(&bbx_nsgen, bbx_state_nsgen(run->st), __ATOMIC_RELEASE);
 	rc = bbx_writer_open(&run->w, dir);
 	if (rc) {

@@ -7,9 +7,12 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define DEVMASK ((1ull << 56) - 1)
@@ -41,7 +44,9 @@ size_t bbx_state_lock_off(uint32_t nslots)
 #define HEAD_CLEAN_OFF (HEAD_PROGS_OFF + SPAN(BBX_STATE_PROGS, sizeof(struct bbx_state_prog)))
 #define HEAD_NSGEN_OFF (HEAD_CLEAN_OFF + BBX_STATE_CLEAN * sizeof(uint64_t))
 #define HEAD_PACK_OFF (HEAD_NSGEN_OFF + sizeof(uint64_t))
-#define HEAD_END (HEAD_PACK_OFF + 2 * sizeof(uint64_t))
+/* its own cache line: written by every claim, while nsgen's is read on every call */
+#define HEAD_GROW_OFF ((HEAD_PACK_OFF + 2 * sizeof(uint64_t) + 63) & ~(size_t)63)
+#define HEAD_END (HEAD_GROW_OFF + (2 + BBX_STATE_SEGS) * sizeof(uint64_t))
 _Static_assert(HEAD_END <= BBX_STATE_HEAD, "the head fits in its page");
 
 static struct bbx_state_slot *slots(struct bbx_state *st)
@@ -187,6 +192,151 @@ int bbx_state_unfinished(int fd)
 	return got >= 0 && (magic == 0 || magic == BBX_STATE_MAGIC);
 }
 
+/* Version 7: the captured set in segments (journal-format.md 9.2).  Segment 0 is the
+ * slot array after the head page; segment k (1 <= k < BBX_STATE_SEGS) holds nslots << k
+ * slots, at file offset BBX_STATE_HEAD + 16 * nslots * (2^k - 1), allocated (fallocate,
+ * as at creation: no hole for SIGBUS) by the process whose claim took three quarters of
+ * the newest segment's slots.  In the head page: the number of segments in use, the pid
+ * of the process allocating the next one, and each segment's claimed slots.  Without
+ * it a run's set was full after 262,144 inodes (tombstones included: a tmpfs never
+ * reuses an inode number), and from then on every file the run made and removed was
+ * kept by a hard link as if it had been there before (issue 5: 350,000 temporary files
+ * made and removed in a tmpfs kept 87,858 of them, 344 MB, in objects/). */
+uint64_t *bbx_state_grow(struct bbx_state *st)
+{
+	return st->version >= 7 ? (uint64_t *)((char *)st + HEAD_GROW_OFF) : NULL;
+}
+
+#define grow_words bbx_state_grow
+#define GROW_NSEG BBX_GROW_NSEG
+#define GROW_OWNER BBX_GROW_OWNER
+#define GROW_COUNT BBX_GROW_COUNT
+#define GROW_FAILED UINT64_MAX /* GROW_OWNER: an allocation failed; no more tries */
+
+static uint32_t seg_slots(const struct bbx_state *st, unsigned k)
+{
+	return st->nslots << k;
+}
+
+static off_t seg_off(const struct bbx_state *st, unsigned k)
+{
+	return (off_t)BBX_STATE_HEAD +
+	       (off_t)sizeof(struct bbx_state_slot) * st->nslots * (((off_t)1 << k) - 1);
+}
+
+unsigned bbx_state_nsegs(const struct bbx_state *st)
+{
+	if (st->version < 7)
+		return 1;
+	const uint64_t *g = (const uint64_t *)((const char *)st + HEAD_GROW_OFF);
+	uint64_t n = __atomic_load_n(&g[GROW_NSEG], __ATOMIC_ACQUIRE);
+	return n < 1 ? 1 : n > BBX_STATE_SEGS ? BBX_STATE_SEGS : (unsigned)n;
+}
+
+/* The one mapping of this process that may use segments past the first, its run
+ * directory, and the segments mapped so far (their own mappings; inherited by a fork
+ * child with the rest of the address space).  The two words are in the data page the
+ * loader writes anyway; segp, in .bss, is touched only once a run has grown. */
+BBX_HOT static struct bbx_state *att_st;
+BBX_HOT static const char *att_dir;
+static struct bbx_state_slot *segp[BBX_STATE_SEGS];
+
+void bbx_state_attach(struct bbx_state *st, const char *dir)
+{
+	if (att_st && att_st != st)
+		for (unsigned k = 1; k < BBX_STATE_SEGS; k++) {
+			struct bbx_state_slot *m = __atomic_exchange_n(&segp[k], NULL,
+								      __ATOMIC_ACQ_REL);
+			if (m)
+				munmap(m, (size_t)seg_slots(att_st, k) * sizeof *m);
+		}
+	__atomic_store_n(&att_dir, dir, __ATOMIC_RELEASE);
+	__atomic_store_n(&att_st, st, __ATOMIC_RELEASE);
+}
+
+/* The run's state file opened read-write, by raw system calls (no wrapper of the shim,
+ * async-signal-safe).  Returns the descriptor or -errno. */
+static int open_state(void)
+{
+	const char *dir = __atomic_load_n(&att_dir, __ATOMIC_ACQUIRE);
+	char p[PATH_MAX];
+	size_t l = dir ? strnlen(dir, PATH_MAX) : PATH_MAX;
+	if (l + sizeof "/state" > sizeof p)
+		return -ENAMETOOLONG;
+	memcpy(p, dir, l);
+	memcpy(p + l, "/state", sizeof "/state");
+	return (int)bbx_sys_raw4(SYS_openat, AT_FDCWD, (long)p,
+				 O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
+}
+
+/* Segment k of st (k < bbx_state_nsegs(st)), mapped on first use; NULL when it cannot
+ * be (st not attached, no memory): the caller then acts as if it were empty, which a
+ * lookup may (towards capturing again) and a forget cannot help. */
+static struct bbx_state_slot *seg_base(struct bbx_state *st, unsigned k)
+{
+	if (k == 0)
+		return slots(st);
+	if (st != __atomic_load_n(&att_st, __ATOMIC_ACQUIRE))
+		return NULL;
+	struct bbx_state_slot *m = __atomic_load_n(&segp[k], __ATOMIC_ACQUIRE);
+	if (m)
+		return m;
+	int fd = open_state();
+	if (fd < 0)
+		return NULL;
+	size_t len = (size_t)seg_slots(st, k) * sizeof *m;
+	void *v = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, seg_off(st, k));
+	(void)bbx_sys_raw4(SYS_close, fd, 0, 0, 0);
+	if (v == MAP_FAILED)
+		return NULL;
+	bbx_sys_random_access(v, len);
+	struct bbx_state_slot *none = NULL;
+	if (!__atomic_compare_exchange_n(&segp[k], &none, (struct bbx_state_slot *)v, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(v, len); /* another thread mapped it first */
+		return none;
+	}
+	return v;
+}
+
+/* Allocates segment n (the set has n) when this process wins the right to.  A process
+ * killed while allocating leaves its pid, which the next one replaces once that pid is
+ * gone; an allocation that fails (a full disk) stops growth for the run: the set then
+ * behaves as before version 7, full meaning "capture again". */
+static void grow(struct bbx_state *st, unsigned n)
+{
+	uint64_t *g = grow_words(st);
+	if (!g || n >= BBX_STATE_SEGS || st != __atomic_load_n(&att_st, __ATOMIC_ACQUIRE))
+		return;
+	uint64_t cur = __atomic_load_n(&g[GROW_OWNER], __ATOMIC_ACQUIRE);
+	if (cur == GROW_FAILED)
+		return;
+	uint64_t me = (uint64_t)bbx_sys_raw4(SYS_getpid, 0, 0, 0, 0);
+	if (cur && (cur == me || bbx_sys_raw4(SYS_kill, (long)cur, 0, 0, 0) != -ESRCH))
+		return; /* being allocated (or this process is at it, in a signal handler) */
+	if (!__atomic_compare_exchange_n(&g[GROW_OWNER], &cur, me, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	uint64_t fail = 0;
+	if (bbx_state_nsegs(st) == n) {
+		int fd = open_state();
+		long r = fd;
+		if (fd >= 0) {
+			off_t off = seg_off(st, n);
+			off_t len = (off_t)seg_slots(st, n) * (off_t)sizeof(struct bbx_state_slot);
+			r = bbx_sys_raw4(SYS_fallocate, fd, 0, off, len);
+			if (r == -EOPNOTSUPP)
+				r = bbx_sys_raw4(SYS_ftruncate, fd, off + len, 0, 0);
+			(void)bbx_sys_raw4(SYS_close, fd, 0, 0, 0);
+		}
+		if (r < 0)
+			fail = GROW_FAILED;
+		else
+			__atomic_store_n(&g[GROW_NSEG], (uint64_t)n + 1, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&g[GROW_OWNER], fail, __ATOMIC_RELEASE);
+}
+
 /* The head page, mapped writable in one call.  Every mapper reads it (the magic) and
  * writes it (the sequence counter, the journal lock): touched, a MAP_SHARED file page
  * faults twice (read, then the filesystem's write notification), and a fork child
@@ -227,6 +377,11 @@ int bbx_state_map(const char *path, struct bbx_state **out)
 		rc = -EINVAL;
 		goto out;
 	}
+	/* A grown file (version 7): the head and the first segment only; later segments
+	 * are mapped each on its own when first used (seg_base), like the ones added
+	 * after this mapping. */
+	if (st->version >= 7 && state_len(st) < (size_t)sb.st_size)
+		munmap((char *)st + state_len(st), (size_t)sb.st_size - state_len(st));
 	*out = st;
 out:
 	close(fd);
@@ -235,8 +390,13 @@ out:
 
 void bbx_state_unmap(struct bbx_state *st)
 {
-	if (st)
-		munmap(st, state_len(st));
+	if (!st)
+		return;
+	if (st == __atomic_load_n(&att_st, __ATOMIC_ACQUIRE)) {
+		bbx_state_attach(NULL, NULL); /* unmaps its segments */
+		__atomic_store_n(&att_st, NULL, __ATOMIC_RELEASE);
+	}
+	munmap(st, state_len(st));
 }
 
 void bbx_state_prefault(struct bbx_state *st)
@@ -280,11 +440,11 @@ struct probe {
 	uint32_t i, mask, off, grouped;
 };
 
-static uint32_t probe_first(struct probe *p, const struct bbx_state *st, uint64_t dev,
-			    uint64_t ino)
+static uint32_t probe_first(struct probe *p, const struct bbx_state *st, uint32_t nslots,
+			    uint64_t dev, uint64_t ino)
 {
-	p->mask = st->nslots - 1;
-	p->grouped = st->version >= 6 && st->nslots >= BBX_STATE_GROUP;
+	p->mask = nslots - 1;
+	p->grouped = st->version >= 6 && nslots >= BBX_STATE_GROUP;
 	if (!p->grouped)
 		return p->i = (uint32_t)hash2(dev, ino) & p->mask;
 	p->dev = dev;
@@ -340,39 +500,60 @@ void bbx_state_forget_ready(void)
 }
 
 /* Slot keys use ino+1 so that inode 0 (never valid, but cheap to be safe) is not "empty". */
-int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino)
+static int seg_level(struct bbx_state *st, struct bbx_state_slot *base, unsigned k,
+		     uint64_t dev, uint64_t ino)
 {
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	struct probe pr;
-	uint32_t first = probe_first(&pr, st, dev, ino);
-	slot_page_ready(st, &slots(st)[first]);
+	uint32_t first = probe_first(&pr, st, seg_slots(st, k), dev, ino);
+	if (k == 0)
+		slot_page_ready(st, &base[first]);
 	for (uint32_t n = 0, i = first; n < MAXPROBE;
 	     i = probe_next(&pr, (int)++n)) {
-		struct bbx_state_slot *s = &slots(st)[i];
-		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
-		if (k == 0)
-			return BBX_LVL_NONE;
-		if (k != key)
+		struct bbx_state_slot *s = &base[i];
+		uint64_t kk = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
+		if (kk == 0)
+			return -1;
+		if (kk != key)
 			continue;
 		uint64_t dl = __atomic_load_n(&s->devlvl, __ATOMIC_ACQUIRE);
 		if (dl != TOMBSTONE && (dl & DEVMASK) == d)
 			return (int)(dl >> 56);
 	}
+	return -1;
+}
+
+/* Newest segment first: an entry made since a segment was added is found in one. */
+int bbx_state_level(struct bbx_state *st, uint64_t dev, uint64_t ino)
+{
+	for (unsigned k = bbx_state_nsegs(st); k-- > 0;) {
+		struct bbx_state_slot *base = seg_base(st, k);
+		int lvl = base ? seg_level(st, base, k, dev, ino) : -1;
+		if (lvl >= 0)
+			return lvl;
+	}
 	return BBX_LVL_NONE;
 }
 
-int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
+/* Raises (dev, ino) in segment k: its slot if it has one (a tombstone of it revived),
+ * else, with claim, the first empty slot of its probe sequence.  0 done, 1 not there
+ * (without claim), -ENOSPC. */
+static int seg_raise(struct bbx_state *st, struct bbx_state_slot *base, unsigned k,
+		     uint64_t dev, uint64_t ino, int lvl, int claim)
 {
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	uint64_t want = d | (uint64_t)lvl << 56;
 	struct probe pr;
-	uint32_t first = probe_first(&pr, st, dev, ino);
-	slot_page_ready(st, &slots(st)[first]); /* a creation's */
+	uint32_t first = probe_first(&pr, st, seg_slots(st, k), dev, ino);
+	if (k == 0)
+		slot_page_ready(st, &base[first]); /* a creation's */
 	for (uint32_t n = 0, i = first; n < MAXPROBE;
 	     i = probe_next(&pr, (int)++n)) {
-		struct bbx_state_slot *s = &slots(st)[i];
-		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
-		if (k == 0) {
+		struct bbx_state_slot *s = &base[i];
+		uint64_t kk = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
+		if (kk == 0) {
+			if (!claim)
+				return 1;
 			uint64_t zero = 0;
 			/* Claim the slot; the dev word is 0 (matches nothing) until stored. */
 			if (!__atomic_compare_exchange_n(&s->ino, &zero, key, false,
@@ -381,9 +562,14 @@ int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
 					continue;
 			} else {
 				__atomic_store_n(&s->devlvl, want, __ATOMIC_RELEASE);
+				uint64_t *g = grow_words(st);
+				if (g && __atomic_add_fetch(&g[GROW_COUNT + k], 1, __ATOMIC_RELAXED) >=
+						 (uint64_t)seg_slots(st, k) / 4 * 3 &&
+				    k + 1 == bbx_state_nsegs(st))
+					grow(st, k + 1);
 				return 0;
 			}
-		} else if (k != key) {
+		} else if (kk != key) {
 			continue;
 		}
 		uint64_t dl = __atomic_load_n(&s->devlvl, __ATOMIC_ACQUIRE);
@@ -401,23 +587,47 @@ int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
 				return 0;
 		}
 	}
-	return -ENOSPC;
+	return claim ? -ENOSPC : 1;
+}
+
+/* An inode already in an older segment is raised there; a new one goes into the
+ * newest, the only segment that takes new entries (two processes racing past the
+ * moment a segment is added may each enter it once, in two segments: a lookup takes
+ * the newer, at worst the lower level, and a forget clears both). */
+int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
+{
+	unsigned n = bbx_state_nsegs(st);
+	for (unsigned k = n - 1; k-- > 0;) {
+		struct bbx_state_slot *base = seg_base(st, k);
+		if (base && seg_raise(st, base, k, dev, ino, lvl, 0) == 0)
+			return 0;
+	}
+	struct bbx_state_slot *base = seg_base(st, n - 1);
+	int rc = base ? seg_raise(st, base, n - 1, dev, ino, lvl, 1) : -ENOSPC;
+	if (rc == -ENOSPC && n > 1 && (base = slots(st)) != NULL)
+		rc = seg_raise(st, base, 0, dev, ino, lvl, 1); /* newest unmappable */
+	return rc;
 }
 
 void bbx_state_forget(struct bbx_state *st, uint64_t dev, uint64_t ino)
 {
 	uint64_t key = ino + 1, d = dev & DEVMASK;
-	struct probe pr;
-	for (uint32_t n = 0, i = probe_first(&pr, st, dev, ino); n < MAXPROBE;
-	     i = probe_next(&pr, (int)++n)) {
-		struct bbx_state_slot *s = &slots(st)[i];
-		uint64_t k = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
-		if (k == 0)
-			return;
-		uint64_t dl = __atomic_load_n(&s->devlvl, __ATOMIC_ACQUIRE);
-		if (k == key && dl != TOMBSTONE && (dl & DEVMASK) == d) {
-			__atomic_store_n(&s->devlvl, TOMBSTONE, __ATOMIC_RELEASE);
-			return;
+	for (unsigned k = bbx_state_nsegs(st); k-- > 0;) {
+		struct bbx_state_slot *base = seg_base(st, k);
+		if (!base)
+			continue;
+		struct probe pr;
+		for (uint32_t n = 0, i = probe_first(&pr, st, seg_slots(st, k), dev, ino);
+		     n < MAXPROBE; i = probe_next(&pr, (int)++n)) {
+			struct bbx_state_slot *s = &base[i];
+			uint64_t kk = __atomic_load_n(&s->ino, __ATOMIC_ACQUIRE);
+			if (kk == 0)
+				break;
+			uint64_t dl = __atomic_load_n(&s->devlvl, __ATOMIC_ACQUIRE);
+			if (kk == key && dl != TOMBSTONE && (dl & DEVMASK) == d) {
+				__atomic_store_n(&s->devlvl, TOMBSTONE, __ATOMIC_RELEASE);
+				break;
+			}
 		}
 	}
 }

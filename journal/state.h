@@ -43,8 +43,12 @@ struct bbx_state_slot {
 /* 3: the sync lock after the journal lock; 4: the program table after the sync lock;
  * 5: the locks and tables in the head page (BBX_STATE_HEAD bytes), the slots after it;
  * 6: the same layout, the slots probed in groups of BBX_STATE_GROUP (one page) so that
- * neighbouring inode numbers share a page (state.c, probe_first) */
-#define BBX_STATE_VERSION 6
+ * neighbouring inode numbers share a page (state.c, probe_first);
+ * 7: the captured set grows: when three quarters of its newest segment's slots are
+ * taken, a segment twice as large is allocated after it, up to BBX_STATE_SEGS
+ * (journal-format.md 9.2) */
+#define BBX_STATE_VERSION 7
+#define BBX_STATE_SEGS 5
 #define BBX_STATE_GROUP 256
 #define BBX_STATE_HEAD 4096
 
@@ -126,6 +130,20 @@ uint64_t *bbx_state_nsgen(struct bbx_state *st);
 enum { BBX_PACK_END = 0, BBX_PACK_FLAGS = 1 };
 #define BBX_PACK_NOCLONE 1u
 uint64_t *bbx_state_pack(struct bbx_state *st);
+
+/* The run directory whose "state" st maps (dir must outlive the mapping): where the
+ * captured set's later segments are allocated and mapped from (version 7).  One
+ * mapping per process; a mapping not attached sees only the first segment (its lookups
+ * err towards "not captured"; it does not grow).  bbx_run_open attaches its run. */
+void bbx_state_attach(struct bbx_state *st, const char *dir);
+/* Segments of the captured set in use (1 before version 7). */
+unsigned bbx_state_nsegs(const struct bbx_state *st);
+/* The growth words in the head page (version 7; NULL before): [BBX_GROW_NSEG] segments
+ * in use (0 read as 1), [BBX_GROW_OWNER] the pid allocating the next one (0 none,
+ * UINT64_MAX an allocation failed: no more growth), then [BBX_GROW_COUNT + k] the slots
+ * claimed in segment k. */
+enum { BBX_GROW_NSEG = 0, BBX_GROW_OWNER = 1, BBX_GROW_COUNT = 2 };
+uint64_t *bbx_state_grow(struct bbx_state *st);
 
 /* Creates (O_EXCL) the state file at path.  Returns 0 or -errno. */
 int bbx_state_create(const char *path);

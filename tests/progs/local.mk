@@ -26,3 +26,6 @@ tests_progs_connect_bench_SOURCES = tests/progs/connect-bench.c
 # readloop stat|open N PATH: N read-only calls, for callgrind's per-call counts (t-cost.sh).
 check_PROGRAMS += tests/progs/readloop
 tests_progs_readloop_SOURCES = tests/progs/readloop.c
+# tmpchurn DIR N: N temporary files made and removed (t-captured.sh).
+check_PROGRAMS += tests/progs/tmpchurn
+tests_progs_tmpchurn_SOURCES = tests/progs/tmpchurn.c

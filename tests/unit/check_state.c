@@ -87,8 +87,14 @@ START_TEST(test_create_and_map)
 	for (size_t i = 0; i < BBX_STATE_SLOTS; i++)
 		used += ((struct bbx_state_slot *)(base + BBX_STATE_HEAD))[i].ino != 0;
 	ck_assert_uint_eq(used, 20000);
+	/* ... but for the first segment's count of claimed slots (version 7, growth). */
+	uint64_t *gw = bbx_state_grow(st);
+	ck_assert_ptr_nonnull(gw);
+	ck_assert_uint_eq(gw[BBX_GROW_COUNT], 20000);
+	gw[BBX_GROW_COUNT] = 0;
 	for (const char *b = (const char *)bbx_state_progs(st); b < base + BBX_STATE_HEAD; b++)
 		ck_assert_msg(*b == 0, "head byte %td written", b - base);
+	gw[BBX_GROW_COUNT] = 20000;
 	ck_assert_int_eq(bbx_state_level(st, 7, 1000), BBX_LVL_CONTENT);
 	for (uint64_t i = 0; i < 20000; i++)
 		bbx_state_forget(st, 7, 1000 + i);
@@ -541,6 +547,174 @@ START_TEST(test_table_full)
 }
 END_TEST
 
+/* A version 7 state file whose first segment has nslots slots (a power of two, at least
+ * one group), attached to its directory: growth at a size a test can fill quickly.
+ * The file is made full size; segments past the first then lie inside it. */
+static struct bbx_state *small_state(const char *tag, char *path, size_t cap, uint32_t nslots)
+{
+	state_path(path, cap, tag);
+	ck_assert_int_eq(bbx_state_create(path), 0);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, &nslots, sizeof nslots, offsetof(struct bbx_state, nslots)),
+			 (ssize_t)sizeof nslots);
+	close(fd);
+	struct bbx_state *st = NULL;
+	ck_assert_int_eq(bbx_state_map(path, &st), 0);
+	ck_assert_uint_eq(st->nslots, nslots);
+	static char dirs[4][PATH_MAX];
+	static int next;
+	char *dir = dirs[next++ % 4];
+	snprintf(dir, PATH_MAX, "%.*s", (int)(strlen(path) - strlen("/state")), path);
+	bbx_state_attach(st, dir);
+	return st;
+}
+
+/* Version 7: the captured set grows.  Three quarters of the first segment's slots
+ * claimed (196,608 inodes), the next claim's process allocates a segment twice as
+ * large after it (the file grows by 8 MiB, allocated, not sparse) and new inodes go
+ * there; inodes of the first are still found and raised where they are, a forgotten
+ * one is gone from both, and another process of the run (a fork child mapping the file
+ * afresh) finds the second segment's entries.  A mapping that is not attached finds
+ * only the first segment's (a miss errs towards capturing again). */
+START_TEST(test_grow)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = fresh_state("grow", p, sizeof p);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%.*s", (int)(strlen(p) - strlen("/state")), p);
+	bbx_state_attach(st, dir);
+	uint64_t *g = bbx_state_grow(st);
+	const uint64_t full = BBX_STATE_SLOTS / 4 * 3;
+	for (uint64_t i = 0; i < full - 1; i++)
+		ck_assert_int_eq(bbx_state_raise(st, 9, 100 + i, BBX_LVL_CREATED), 0);
+	ck_assert_uint_eq(bbx_state_nsegs(st), 1);
+	struct stat sb;
+	ck_assert_int_eq(stat(p, &sb), 0);
+	ck_assert_int_eq(sb.st_size, BBX_STATE_HEAD + BBX_STATE_SLOTS * 16);
+	ck_assert_int_eq(bbx_state_raise(st, 9, 100 + full - 1, BBX_LVL_CREATED), 0);
+	ck_assert_uint_eq(bbx_state_nsegs(st), 2);
+	ck_assert_uint_eq(g[BBX_GROW_OWNER], 0);
+	ck_assert_int_eq(stat(p, &sb), 0);
+	ck_assert_int_eq(sb.st_size, BBX_STATE_HEAD + 3 * BBX_STATE_SLOTS * 16);
+	ck_assert_int_ge((long long)sb.st_blocks * 512, (long long)sb.st_size);
+	for (uint64_t i = 0; i < 1000; i++)
+		ck_assert_int_eq(bbx_state_raise(st, 9, 5000000 + i, BBX_LVL_SIZE), 0);
+	ck_assert_uint_eq(g[BBX_GROW_COUNT], full);
+	ck_assert_uint_eq(g[BBX_GROW_COUNT + 1], 1000);
+	/* An inode of the first segment is raised there, not entered again. */
+	ck_assert_int_eq(bbx_state_raise(st, 9, 5000000, BBX_LVL_CONTENT), 0);
+	ck_assert_int_eq(bbx_state_raise(st, 9, 100, BBX_LVL_CREATED), 0);
+	ck_assert_uint_eq(g[BBX_GROW_COUNT + 1], 1000);
+	for (uint64_t i = 0; i < full; i++)
+		ck_assert_int_eq(bbx_state_level(st, 9, 100 + i), BBX_LVL_CREATED);
+	ck_assert_int_eq(bbx_state_level(st, 9, 5000000), BBX_LVL_CONTENT);
+	ck_assert_int_eq(bbx_state_level(st, 9, 5000999), BBX_LVL_SIZE);
+	ck_assert_int_eq(bbx_state_level(st, 9, 6000000), BBX_LVL_NONE);
+	bbx_state_forget(st, 9, 100);
+	bbx_state_forget(st, 9, 5000001);
+	ck_assert_int_eq(bbx_state_level(st, 9, 100), BBX_LVL_NONE);
+	ck_assert_int_eq(bbx_state_level(st, 9, 5000001), BBX_LVL_NONE);
+	/* Another process of the run: maps the head and first segment, and the second on
+	 * first use. */
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct bbx_state *cs = NULL;
+		if (bbx_state_map(p, &cs) != 0)
+			_exit(10);
+		bbx_state_attach(cs, dir);
+		if (bbx_state_nsegs(cs) != 2 || bbx_state_level(cs, 9, 5000999) != BBX_LVL_SIZE ||
+		    bbx_state_level(cs, 9, 101) != BBX_LVL_CREATED ||
+		    bbx_state_level(cs, 9, 5000001) != BBX_LVL_NONE)
+			_exit(11);
+		if (bbx_state_raise(cs, 9, 7000000, BBX_LVL_CREATED) != 0)
+			_exit(12);
+		bbx_state_unmap(cs);
+		_exit(0);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status %d", status);
+	ck_assert_int_eq(bbx_state_level(st, 9, 7000000), BBX_LVL_CREATED);
+	ck_assert_uint_eq(g[BBX_GROW_COUNT + 1], 1001);
+	/* Not attached: the first segment only. */
+	struct bbx_state *other = NULL;
+	ck_assert_int_eq(bbx_state_map(p, &other), 0);
+	ck_assert_uint_eq(bbx_state_nsegs(other), 2);
+	ck_assert_int_eq(bbx_state_level(other, 9, 101), BBX_LVL_CREATED);
+	ck_assert_int_eq(bbx_state_level(other, 9, 5000999), BBX_LVL_NONE);
+	bbx_state_unmap(other);
+	ck_assert_int_eq(bbx_state_level(st, 9, 5000999), BBX_LVL_SIZE);
+	bbx_state_unmap(st);
+}
+END_TEST
+
+/* (Small tables from here: a first segment of 1,024 slots.)  Growth is one process's
+ * job: while another live process holds it nothing is
+ * allocated (claims go on in the newest segment), a holder that died is replaced, and
+ * after a failed allocation (GROW_FAILED, a full disk) the set stays as it is. */
+START_TEST(test_grow_owner)
+{
+	const uint64_t full = 1024 / 4 * 3;
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = small_state("growown", p, sizeof p, 1024);
+	uint64_t *g = bbx_state_grow(st);
+	g[BBX_GROW_OWNER] = (uint64_t)getppid(); /* alive */
+	for (uint64_t i = 0; i < full + 100; i++)
+		ck_assert_int_eq(bbx_state_raise(st, 9, 100 + i, BBX_LVL_CREATED), 0);
+	ck_assert_uint_eq(bbx_state_nsegs(st), 1);
+	pid_t dead = fork();
+	ck_assert_int_ge(dead, 0);
+	if (dead == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+	g[BBX_GROW_OWNER] = (uint64_t)dead;
+	ck_assert_int_eq(bbx_state_raise(st, 9, 9000000, BBX_LVL_CREATED), 0);
+	ck_assert_uint_eq(bbx_state_nsegs(st), 2);
+	ck_assert_uint_eq(g[BBX_GROW_OWNER], 0);
+	for (uint64_t i = 0; i < full + 100; i++)
+		ck_assert_int_eq(bbx_state_level(st, 9, 100 + i), BBX_LVL_CREATED);
+	bbx_state_unmap(st);
+
+	st = small_state("growfail", p, sizeof p, 1024);
+	g = bbx_state_grow(st);
+	g[BBX_GROW_OWNER] = UINT64_MAX;
+	for (uint64_t i = 0; i < full + 100; i++)
+		ck_assert_int_eq(bbx_state_raise(st, 9, 100 + i, BBX_LVL_CREATED), 0);
+	ck_assert_uint_eq(bbx_state_nsegs(st), 1);
+	ck_assert_uint_eq(g[BBX_GROW_COUNT + 1], 0);
+	bbx_state_unmap(st);
+}
+END_TEST
+
+/* The largest the set gets: BBX_STATE_SEGS segments, then -ENOSPC as before version 7
+ * (each new inode is captured again), with every entry still found.  The insertion
+ * order of a tmpfs (new inode numbers only) made and removed again: tombstones fill
+ * the segments as live entries would. */
+START_TEST(test_grow_limit)
+{
+	char p[PATH_MAX + 16];
+	struct bbx_state *st = small_state("growmax", p, sizeof p, 1024);
+	uint64_t total = 0, i = 0;
+	for (unsigned k = 0; k < BBX_STATE_SEGS; k++)
+		total += ((uint64_t)1024 << k) / 4 * 3;
+	for (; i < total; i++) {
+		ck_assert_int_eq(bbx_state_raise(st, 9, 100 + i, BBX_LVL_CREATED), 0);
+		bbx_state_forget(st, 9, 100 + i);
+	}
+	ck_assert_uint_eq(bbx_state_nsegs(st), BBX_STATE_SEGS);
+	int rc = 0;
+	for (; i < total + 4 * ((uint64_t)1024 << (BBX_STATE_SEGS - 1)) && !rc; i++)
+		rc = bbx_state_raise(st, 9, 100 + i, BBX_LVL_CREATED);
+	ck_assert_int_eq(rc, -ENOSPC);
+	ck_assert_uint_eq(bbx_state_nsegs(st), BBX_STATE_SEGS);
+	ck_assert_int_eq(bbx_state_level(st, 9, 100 + i - 2), BBX_LVL_CREATED);
+	ck_assert_int_eq(bbx_state_level(st, 9, 100), BBX_LVL_NONE);
+	bbx_state_unmap(st);
+}
+END_TEST
+
 static Suite *state_suite(void)
 {
 	Suite *s = suite_create("state");
@@ -563,6 +737,9 @@ static Suite *state_suite(void)
 	tcase_add_test(tc, test_device_distinguishes);
 	tcase_add_test(tc, test_many_inserts);
 	tcase_add_test(tc, test_table_full);
+	tcase_add_test(tc, test_grow);
+	tcase_add_test(tc, test_grow_owner);
+	tcase_add_test(tc, test_grow_limit);
 	tcase_add_test(tc, test_grouped_locality);
 	tcase_add_test(tc, test_grouped_dense);
 	tcase_add_test(tc, test_version5_linear);
