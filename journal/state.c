@@ -329,10 +329,15 @@ static void grow(struct bbx_state *st, unsigned n)
 				r = bbx_sys_raw4(SYS_ftruncate, fd, off + len, 0, 0);
 			(void)bbx_sys_raw4(SYS_close, fd, 0, 0, 0);
 		}
+		/* From n to n + 1 only: a process that took over from an owner it wrongly
+		 * believed gone (another pid namespace) allocates the same range again,
+		 * harmlessly, and must not set the count back. */
+		uint64_t w = __atomic_load_n(&g[GROW_NSEG], __ATOMIC_ACQUIRE);
 		if (r < 0)
 			fail = GROW_FAILED;
-		else
-			__atomic_store_n(&g[GROW_NSEG], (uint64_t)n + 1, __ATOMIC_RELEASE);
+		else if ((w < 1 ? 1 : w) == n)
+			__atomic_compare_exchange_n(&g[GROW_NSEG], &w, (uint64_t)n + 1, 0,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	}
 	__atomic_store_n(&g[GROW_OWNER], fail, __ATOMIC_RELEASE);
 }
@@ -392,10 +397,8 @@ void bbx_state_unmap(struct bbx_state *st)
 {
 	if (!st)
 		return;
-	if (st == __atomic_load_n(&att_st, __ATOMIC_ACQUIRE)) {
+	if (st == __atomic_load_n(&att_st, __ATOMIC_ACQUIRE))
 		bbx_state_attach(NULL, NULL); /* unmaps its segments */
-		__atomic_store_n(&att_st, NULL, __ATOMIC_RELEASE);
-	}
 	munmap(st, state_len(st));
 }
 
