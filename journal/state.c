@@ -607,8 +607,8 @@ int bbx_state_raise(struct bbx_state *st, uint64_t dev, uint64_t ino, int lvl)
 	}
 	struct bbx_state_slot *base = seg_base(st, n - 1);
 	int rc = base ? seg_raise(st, base, n - 1, dev, ino, lvl, 1) : -ENOSPC;
-	if (rc == -ENOSPC && n > 1 && (base = slots(st)) != NULL)
-		rc = seg_raise(st, base, 0, dev, ino, lvl, 1); /* newest unmappable */
+	if (rc == -ENOSPC && n > 1) /* the newest full, or not mapped here */
+		rc = seg_raise(st, slots(st), 0, dev, ino, lvl, 1);
 	return rc;
 }
 

@@ -644,6 +644,14 @@ START_TEST(test_grow)
 	ck_assert_uint_eq(bbx_state_nsegs(other), 2);
 	ck_assert_int_eq(bbx_state_level(other, 9, 101), BBX_LVL_CREATED);
 	ck_assert_int_eq(bbx_state_level(other, 9, 5000999), BBX_LVL_NONE);
+	/* Which enters an inode of the second segment a second time, in the first (as two
+	 * processes racing past a segment's addition can): a forget clears both. */
+	ck_assert_int_eq(bbx_state_raise(other, 9, 5000998, BBX_LVL_SIZE), 0);
+	ck_assert_int_eq(bbx_state_level(other, 9, 5000998), BBX_LVL_SIZE);
+	ck_assert_uint_eq(g[BBX_GROW_COUNT], full + 1);
+	bbx_state_forget(st, 9, 5000998);
+	ck_assert_int_eq(bbx_state_level(st, 9, 5000998), BBX_LVL_NONE);
+	ck_assert_int_eq(bbx_state_level(other, 9, 5000998), BBX_LVL_NONE);
 	bbx_state_unmap(other);
 	ck_assert_int_eq(bbx_state_level(st, 9, 5000999), BBX_LVL_SIZE);
 	bbx_state_unmap(st);
