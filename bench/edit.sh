@@ -9,17 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-$ROUNDS}
 N=${BENCH_EDIT_FILES:-400}
-mkdir -p "$W/tpl"
-nm="$CACHE/npmproj/node_modules"
-if [ -d "$nm" ]; then
-	cp -a "$nm/." "$W/tpl/"
-	what="node_modules of npm.sh's project"
-else
-	for i in 1 2 3 4; do
-		mkdir "$W/tpl/c$i" && git -C "$SRC" archive --format=tar HEAD | tar -x -C "$W/tpl/c$i"
-	done
-	what="bbx's git archive x4 (npm.sh cache absent)"
-fi
+what=$(real_tree "$W/tpl")
 (cd "$W/tpl" && find . -type f \( -name '*.js' -o -name '*.c' -o -name '*.h' -o -name '*.md' \) |
 	sort | awk -v n="$N" 'NR % 3 == 0 && c < n {print; c++}') >"$W/edits"
 echo "edit: $what: $(find "$W/tpl" -type f | wc -l) files, $(du -sm "$W/tpl" | cut -f1) MB; sed -i on $(wc -l <"$W/edits") files" >&2

@@ -106,6 +106,22 @@ med() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 mm() { sort -n "$1" | awk -v f="${2:-%.3f}" 'NR==1{mn=$1} {mx=$1} END {printf f "-" f, mn, mx}'; }
 div() { echo "$1 / $2" | bc -l; }
 
+# real_tree DIR: a real tree copied into DIR (made): the node_modules tree of npm.sh's
+# project when its cache is there, else bbx's own `git archive` 4 times; prints which.
+real_tree() {
+	local nm="$CACHE/npmproj/node_modules" i
+	mkdir -p "$1"
+	if [ -d "$nm" ]; then
+		cp -a "$nm/." "$1/"
+		echo "node_modules of npm.sh's project"
+	else
+		for i in 1 2 3 4; do
+			mkdir "$1/c$i" && git -C "$SRC" archive --format=tar HEAD | tar -x -C "$1/c$i"
+		done
+		echo "bbx's git archive x4 (npm.sh cache absent)"
+	fi
+}
+
 # The "layers" variant's library: nothing in it, so a run under it costs what bbx-run's
 # kernel layers and the loader's handling of one more preloaded library cost.
 EMPTY=

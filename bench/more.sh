@@ -19,17 +19,7 @@
 # Usage: bench/more.sh [ROUNDS]   (BENCH_MORE: which of them, default all, in this order)
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-$ROUNDS}
-mkdir -p "$W/tpl/t"
-nm="$CACHE/npmproj/node_modules"
-if [ -d "$nm" ]; then
-	cp -a "$nm/." "$W/tpl/t/"
-	what="node_modules of npm.sh's project"
-else
-	for i in 1 2 3 4; do
-		mkdir "$W/tpl/t/c$i" && git -C "$SRC" archive --format=tar HEAD | tar -x -C "$W/tpl/t/c$i"
-	done
-	what="bbx's git archive x4 (npm.sh cache absent)"
-fi
+what=$(real_tree "$W/tpl/t")
 # Older than any run: an mtime in the past, as a checked-out or installed tree has.
 find "$W/tpl/t" -exec touch -h -d '2024-01-02 03:04:05' {} +
 tar -cf "$W/tree.tar" -C "$W/tpl" t
