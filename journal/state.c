@@ -207,11 +207,7 @@ uint64_t *bbx_state_grow(struct bbx_state *st)
 	return st->version >= 7 ? (uint64_t *)((char *)st + HEAD_GROW_OFF) : NULL;
 }
 
-#define grow_words bbx_state_grow
-#define GROW_NSEG BBX_GROW_NSEG
-#define GROW_OWNER BBX_GROW_OWNER
-#define GROW_COUNT BBX_GROW_COUNT
-#define GROW_FAILED UINT64_MAX /* GROW_OWNER: an allocation failed; no more tries */
+#define GROW_FAILED UINT64_MAX /* BBX_GROW_OWNER: an allocation failed; no more tries */
 
 static uint32_t seg_slots(const struct bbx_state *st, unsigned k)
 {
@@ -229,7 +225,7 @@ unsigned bbx_state_nsegs(const struct bbx_state *st)
 	if (st->version < 7)
 		return 1;
 	const uint64_t *g = (const uint64_t *)((const char *)st + HEAD_GROW_OFF);
-	uint64_t n = __atomic_load_n(&g[GROW_NSEG], __ATOMIC_ACQUIRE);
+	uint64_t n = __atomic_load_n(&g[BBX_GROW_NSEG], __ATOMIC_ACQUIRE);
 	return n < 1 ? 1 : n > BBX_STATE_SEGS ? BBX_STATE_SEGS : (unsigned)n;
 }
 
@@ -305,16 +301,16 @@ static struct bbx_state_slot *seg_base(struct bbx_state *st, unsigned k)
  * behaves as before version 7, full meaning "capture again". */
 static void grow(struct bbx_state *st, unsigned n)
 {
-	uint64_t *g = grow_words(st);
+	uint64_t *g = bbx_state_grow(st);
 	if (!g || n >= BBX_STATE_SEGS || st != __atomic_load_n(&att_st, __ATOMIC_ACQUIRE))
 		return;
-	uint64_t cur = __atomic_load_n(&g[GROW_OWNER], __ATOMIC_ACQUIRE);
+	uint64_t cur = __atomic_load_n(&g[BBX_GROW_OWNER], __ATOMIC_ACQUIRE);
 	if (cur == GROW_FAILED)
 		return;
 	uint64_t me = (uint64_t)bbx_sys_raw4(SYS_getpid, 0, 0, 0, 0);
 	if (cur && (cur == me || bbx_sys_raw4(SYS_kill, (long)cur, 0, 0, 0) != -ESRCH))
 		return; /* being allocated (or this process is at it, in a signal handler) */
-	if (!__atomic_compare_exchange_n(&g[GROW_OWNER], &cur, me, 0, __ATOMIC_ACQ_REL,
+	if (!__atomic_compare_exchange_n(&g[BBX_GROW_OWNER], &cur, me, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
 	uint64_t fail = 0;
@@ -332,14 +328,14 @@ static void grow(struct bbx_state *st, unsigned n)
 		/* From n to n + 1 only: a process that took over from an owner it wrongly
 		 * believed gone (another pid namespace) allocates the same range again,
 		 * harmlessly, and must not set the count back. */
-		uint64_t w = __atomic_load_n(&g[GROW_NSEG], __ATOMIC_ACQUIRE);
+		uint64_t w = __atomic_load_n(&g[BBX_GROW_NSEG], __ATOMIC_ACQUIRE);
 		if (r < 0)
 			fail = GROW_FAILED;
 		else if ((w < 1 ? 1 : w) == n)
-			__atomic_compare_exchange_n(&g[GROW_NSEG], &w, (uint64_t)n + 1, 0,
+			__atomic_compare_exchange_n(&g[BBX_GROW_NSEG], &w, (uint64_t)n + 1, 0,
 						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	}
-	__atomic_store_n(&g[GROW_OWNER], fail, __ATOMIC_RELEASE);
+	__atomic_store_n(&g[BBX_GROW_OWNER], fail, __ATOMIC_RELEASE);
 }
 
 /* The head page, mapped writable in one call.  Every mapper reads it (the magic) and
@@ -565,8 +561,8 @@ static int seg_raise(struct bbx_state *st, struct bbx_state_slot *base, unsigned
 					continue;
 			} else {
 				__atomic_store_n(&s->devlvl, want, __ATOMIC_RELEASE);
-				uint64_t *g = grow_words(st);
-				if (g && __atomic_add_fetch(&g[GROW_COUNT + k], 1, __ATOMIC_RELAXED) >=
+				uint64_t *g = bbx_state_grow(st);
+				if (g && __atomic_add_fetch(&g[BBX_GROW_COUNT + k], 1, __ATOMIC_RELAXED) >=
 						 (uint64_t)seg_slots(st, k) / 4 * 3 &&
 				    k + 1 == bbx_state_nsegs(st))
 					grow(st, k + 1);
