@@ -167,6 +167,25 @@ START_TEST(test_configured)
 	ck_assert(!bbx_redact_glob("a*b?c", "AxxBC"));
 	bbx_redact_reset();
 	ck_assert_str_eq(env("INTERNAL_PIN=1234"), "INTERNAL_PIN=1234");
+	/* The built-in globs all start with "--": an argument with fewer dashes is passed
+	 * over without a glob run, unless a configured glob starts with fewer (one dash,
+	 * none, a wildcard). */
+	ck_assert_str_eq(arg("t", "t", "-kabc"), "-kabc");
+	ck_assert_str_eq(arg("t", "t", "zork=abc"), "zork=abc");
+	const char *a2[] = {"*zork=*", "?pin=*", "--x=*"};
+	for (size_t n = 1; n <= 3; n++) {
+		ck_assert_int_eq(bbx_redact_configure(NULL, 0, a2 + 3 - n, n, false), 0);
+		ck_assert_str_eq(arg("t", "t", "--x=1"), "--x=" M);
+		ck_assert_str_eq(arg("t", "t", "--password=1"), "--password=" M);
+		if (n >= 2)
+			ck_assert_str_eq(arg("t", "t", "Apin=2"), "Apin=" M);
+		if (n == 3)
+			ck_assert_str_eq(arg("t", "t", "my-zork=3"), "my-zork=" M);
+		bbx_redact_reset();
+	}
+	ck_assert_str_eq(arg("t", "t", "Apin=2"), "Apin=2");
+	ck_assert_str_eq(arg("t", "t", "my-zork=3"), "my-zork=3");
+	ck_assert_str_eq(arg("t", "t", "--password=1"), "--password=" M);
 }
 END_TEST
 
