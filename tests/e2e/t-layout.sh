@@ -137,9 +137,22 @@ if run:
 out = ["%x:%d/%d" % (r[0] * PG, sum(present(p) for p in r), len(r)) for r in runs if len(r) == 14]
 print(sys.argv[1], " ".join(out) or "none")
 PY
+# In about one run in four the scratch lands beside another mapping made in the same
+# call and merges with it (where ASLR put them): no run of 14 pages then, "none".  Each
+# probe is tried up to 4 times (ASLR places the mappings anew), and the first answer
+# that names a run of 14 counts.
 w=$(new_ws)
-(cd "$w" && bbx-run --quiet --journal "$T_TMP/j.scr1" -- python3 "$T_TMP/scr.py" record &&
-	bbx-run --quiet --journal "$T_TMP/j.scr2" -- python3 "$T_TMP/scr.py" fork) >"$T_TMP/scr.out" 2>&1
+: >"$T_TMP/scr.out"
+for mode in record fork; do
+	for try in 1 2 3 4; do
+		rm -rf "$T_TMP/j.scr.$mode"
+		(cd "$w" && bbx-run --quiet --journal "$T_TMP/j.scr.$mode" -- python3 "$T_TMP/scr.py" $mode) \
+			>"$T_TMP/scr.one" 2>&1
+		grep -q " none$" "$T_TMP/scr.one" || break
+		sed "s/^/# (try $try) /" "$T_TMP/scr.one" >&2
+	done
+	cat "$T_TMP/scr.one" >>"$T_TMP/scr.out"
+done
 sed "s/^/# /" "$T_TMP/scr.out" >&2
 grep -qE '^record [0-9a-f]+:14/14$' "$T_TMP/scr.out"
 ok $? "a capture's scratch (14 pages) is resident whole after the first record"
