@@ -8,6 +8,9 @@
 #   bbx     bbx itself from a `git archive` of HEAD (autoreconf'd once, untimed)
 #   sqlite  the SQLite autoconf tarball shipped in the npm package sqlite3
 #           (deps/sqlite-autoconf-*), fetched with `npm pack`
+#   debian:POOL-PATH   any other autoconf'd C project from Debian's archive, by its path
+#           under pool/main, e.g. debian:g/gzip/gzip_1.12.orig.tar.xz: configure +
+#           make -j2 of the tarball's top directory (a project not written for here)
 # Each tarball is fetched once into bench/.cache (BENCH_CACHE); a project whose tarball
 # is absent and cannot be fetched is skipped with a message.
 # Usage: bench/compile.sh [ROUNDS]
@@ -60,13 +63,20 @@ for p in ${BENCH_BUILD_PROJECTS:-zlib lua bbx sqlite}; do
 			continue
 		fi
 		tar -xzf "$t" -C "$W/tpl" --strip-components=1 ;;
-	zlib | lua)
+	zlib | lua | debian:*)
 		orig=$ZLIB_ORIG; [ "$p" = lua ] && orig=$LUA_ORIG
+		case $p in debian:*) orig=${p#debian:}; p=${orig##*/}; p=${p%%_*} ;; esac
 		if ! t=$(debian_tarball "$orig"); then
 			echo "compile: no $p tarball in $CACHE and $DEBIAN_POOL unreachable: $p skipped" >&2
 			continue
 		fi
-		tar -xf "$t" -C "$W/tpl" --strip-components=1 ;;
+		tar -xf "$t" -C "$W/tpl" --strip-components=1
+		# a tarball without configure (a git snapshot) is autoreconf'd once, untimed
+		if [ ! -x "$W/tpl/configure" ] && [ "$p" != lua ] &&
+			! (cd "$W/tpl" && autoreconf -fi >/dev/null 2>&1); then
+			echo "compile: $p has no configure and autoreconf failed: skipped" >&2
+			continue
+		fi ;;
 	*) echo "compile: unknown project $p" >&2; exit 2 ;;
 	esac
 	# SQLite's configure (autosetup) has no -q; Lua has no configure (its Makefile
