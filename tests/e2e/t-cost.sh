@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=69
+PLAN=70
 plan $PLAN
 
 N=100
@@ -277,6 +277,43 @@ diag "subshell redirections: $nkid children created a file, $nbind lazy bindings
 [ "$nkid" -eq 3 ] && [ "$nbind" -eq 0 ]; ok $? "a subshell's redirection binds none of the shim's calls in the child ($nbind in $nkid children)"
 [ "$nkid" -eq 3 ] && [ "$npop" -eq 3 ]; ok $? "a subshell's first capture maps the thread scratch in one call ($npop of $nkid children)"
 [ "$nkid" -eq 3 ] && [ "$nhead" -eq 3 ]; ok $? "a subshell's first capture maps the state's head page in one call ($nhead of $nkid children)"
+
+# A subshell's "> /dev/null" (shim/open.c, devnull_open): the null device is opened
+# without O_TRUNC and checked by one fstat; no capture, so the child makes the scratch and
+# the state's head page writable by no madvise and writes nothing to the journal.
+# Before, 5 calls were added (the fork handler's getpid, the first capture's two
+# madvises making 15 pages writable, the directory's stat, an lstat; openat2 for
+# openat).  The shell first opens the run with a file of its own.
+w=$(new_ws)
+DN='echo a >made; for i in 1 2 3 4 5; do ( : >/dev/null ); done'
+(cd "$w" && strace -f -o "$T_TMP/dnb.st" bash -c "$DN")
+(cd "$w" && rm -f made && strace -f -o "$T_TMP/dnj.st" bbx-run --quiet --journal "$T_TMP/j.dn" -- bash -c "$DN")
+dn_calls() {
+	python3 - "$1" <<'EOF2'
+import re, sys
+kids, calls, extra, execs = set(), {}, {}, set()
+for line in open(sys.argv[1]):
+    m = re.match(r"(\d+) +(.*)", line)
+    if not m or m.group(2).startswith(("<...", "+++", "---")):
+        continue
+    pid, call = m.groups()
+    if re.match(r'(openat2?|open)\((AT_FDCWD, )?"/dev/null"', call):
+        kids.add(pid)  # the subshells: the only processes that open it
+    if call.startswith("execve("):
+        execs.add(pid)
+    calls[pid] = calls.get(pid, 0) + 1
+    if call.startswith(("madvise(", "write(9")) or '"/dev/null"' in call and "openat2" in call:
+        extra[pid] = extra.get(pid, 0) + 1
+k = [p for p in kids if p not in execs]
+print(len(k), sum(calls.get(p, 0) for p in k) * 100 // max(len(k), 1),
+      sum(extra.get(p, 0) for p in k))
+EOF2
+}
+read -r dnk dnb _ < <(dn_calls "$T_TMP/dnb.st")
+read -r dnkj dnj dnx < <(dn_calls "$T_TMP/dnj.st")
+diag "subshell > /dev/null: $dnb/100 system calls a child bare, $dnj/100 under bbx ($dnk, $dnkj children; $dnx madvise, journal write or openat2 in them)"
+[ "$dnk" -eq 5 ] && [ "$dnkj" -eq 5 ] && [ "$dnx" -eq 0 ] && [ $((dnj - dnb)) -le 200 ]
+ok $? "a subshell's > /dev/null: at most 2 system calls added (the fstat, the fork handler's getpid; $(((dnj - dnb) / 100)).$(printf %02d $(((dnj - dnb) % 100)))), no madvise, no journal write"
 
 # Files read whole are mapped with their pages in one call (MAP_POPULATE), not faulted in
 # a window at a time: the compiled policy, in every process that maps it (policy/match.c:
