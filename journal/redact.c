@@ -68,7 +68,7 @@ static void argv_dashes_learn(void)
 	unsigned d = 2; /* the built-in globs' */
 	for (size_t i = 0; i < n_extra_argv && d; i++) {
 		const char *g = extra(1, i);
-		unsigned k = g ? lead_dashes(g, d) : 0;
+		unsigned k = lead_dashes(g, d);
 		if (k < d)
 			d = k;
 	}
@@ -590,7 +590,7 @@ static const char *argv_glob(const char *s, bool want_flag)
 	for (size_t i = 0; i < nd + n_extra_argv; i++) {
 		const char *g = i < nd ? default_argv[i] : extra(1, i - nd);
 		/* the glob first: it fails at once on most arguments, has_wild reads all of g */
-		if (g && bbx_redact_glob(g, s) && has_wild(g) != want_flag)
+		if (bbx_redact_glob(g, s) && has_wild(g) != want_flag)
 			return g;
 	}
 	return NULL;
