@@ -305,9 +305,12 @@ int bbx_cap_exec_env(struct bbx_run *run, const char *op, const char *exe, char 
  * (envp, normally environ), redacted.  ARGV is cmd (len bytes of NUL-terminated
  * arguments: the process's argv as it started, saved by the caller) or, when cmd is
  * NULL, /proc/self/cmdline - which shows what the process has written over its argv
- * since (node's process.title, setproctitle).  Builds it in its own mapping, not the
- * thread scratch: callable from bbx_run_prologue. */
-int bbx_cap_proc(struct bbx_run *run, const char *cmd, size_t len, char *const envp[]);
+ * since (node's process.title, setproctitle).  Never in the thread scratch: callable
+ * from bbx_run_prologue, whose contract it follows (run.h): encoded into buf (cap
+ * bytes) as e, unfinished, it returns 1; when it does not fit there (or buf is NULL) it
+ * is built in a mapping of its own and written here, and 0 is returned. */
+int bbx_cap_proc(struct bbx_run *run, struct bbx_enc *e, uint8_t *buf, size_t cap,
+		 const char *cmd, size_t len, char *const envp[]);
 /* (procrec.c) EXIT: a child ended.  pid (0: unknown) and/or ref (seq of the EXEC that
  * started it, 0: none), status the raw wait status. */
 int bbx_cap_exit(struct bbx_run *run, const char *op, long pid, uint64_t ref, int status);

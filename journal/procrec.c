@@ -74,12 +74,40 @@ struct job {
 	char *const *argv, *const *envp;
 	const char *cmdline, *environ_blk;
 	size_t cmdline_len;
+	bool self_exe; /* exe: this process's own program, read into the record */
 };
+
+/* The kernel's name of this process's program (/proc/self/exe) straight into the
+ * record, like the working directory below: no PATH_MAX array on the stack.  As many
+ * bytes as PATH_MAX - 1 allows; none when the link cannot be read. */
+static void enc_self_exe(struct bbx_enc *e)
+{
+	size_t room;
+	uint8_t *p = bbx_enc_room(e, &room);
+	if (!p || room < 2) {
+		if (!e->err)
+			e->err = -ENAMETOOLONG;
+		return;
+	}
+	size_t lim = room - 1 < PATH_MAX - 1 ? room - 1 : PATH_MAX - 1;
+	long n = bbx_sys_raw4(SYS_readlinkat, AT_FDCWD, (long)"/proc/self/exe", (long)p,
+			      (long)lim);
+	if (n <= 0)
+		return;
+	if ((size_t)n == lim && lim < PATH_MAX - 1) {
+		e->err = -ENAMETOOLONG; /* perhaps cut short by the room left: grow */
+		return;
+	}
+	p[n] = 0;
+	bbx_enc_commit(e, BBX_T_EXE, (size_t)n + 1);
+}
 
 static void build_exec(struct bbx_enc *e, const struct job *j, int type)
 {
 	bbx_enc_str(e, BBX_T_OP, j->op);
-	if (j->exe)
+	if (j->self_exe)
+		enc_self_exe(e);
+	else if (j->exe)
 		bbx_enc_str(e, BBX_T_EXE, j->exe);
 	/* The working directory straight into the record: a PATH_MAX array here would take
 	 * a fork child's exec a stack page deeper, one more page fault (issue 5).  Too
@@ -167,20 +195,25 @@ static char *read_proc(const char *path, size_t *len, size_t *cap)
 	return b;
 }
 
-int bbx_cap_proc(struct bbx_run *run, const char *saved, size_t saved_len, char *const envp[])
+int bbx_cap_proc(struct bbx_run *run, struct bbx_enc *e, uint8_t *buf, size_t cap,
+		 const char *saved, size_t saved_len, char *const envp[])
 {
-	char exe[PATH_MAX];
-	long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
-	exe[n > 0 ? n : 0] = 0;
-	size_t len = 0, cap = 0;
-	char *cmd = saved ? NULL : read_proc("/proc/self/cmdline", &len, &cap);
+	size_t len = 0, mcap = 0;
+	char *cmd = saved ? NULL : read_proc("/proc/self/cmdline", &len, &mcap);
 	static char *const none[] = {NULL};
-	struct job j = {.op = "start", .exe = n > 0 ? exe : NULL, .argv = none, .envp = envp,
+	struct job j = {.op = "start", .self_exe = true, .argv = none, .envp = envp,
 			.cmdline = saved ? saved : cmd, .cmdline_len = saved ? saved_len : len};
-	int rc = emit_grow(run, &j, BBX_REC_PROC, NULL, true);
+	int built = 0;
+	if (buf) {
+		bbx_enc_begin(e, buf, cap, BBX_REC_PROC);
+		build_exec(e, &j, BBX_REC_PROC);
+		built = !e->err;
+	}
+	if (!built) /* a lost PROC loses no undo information */
+		(void)emit_grow(run, &j, BBX_REC_PROC, NULL, true);
 	if (cmd)
-		munmap(cmd, cap);
-	return rc;
+		munmap(cmd, mcap);
+	return built;
 }
 
 /* Encoded on the stack, not in the thread scratch: a shell or make writes an EXIT after

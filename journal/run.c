@@ -331,7 +331,8 @@ __thread struct bbx_chain_pos bbx_run_last_pos __attribute__((tls_model("initial
 BBX_HOT int bbx_run_proc_pending;
 /* Weak, as is bbx_run_defer_on: the shim's definitions (shim/init.c) are initialised
  * statically, not stored by its constructor (a page fault per process, issue 5). */
-__attribute__((weak)) void (*bbx_run_prologue)(struct bbx_run *run);
+__attribute__((weak)) int (*bbx_run_prologue)(struct bbx_run *run, struct bbx_enc *e,
+					      uint8_t *buf, size_t cap);
 
 /* The header's pid, ppid and uid are asked of the kernel once per process, not three
  * system calls per record.  ppid is therefore the parent the process started under (not
@@ -404,11 +405,44 @@ static long finish_rec(struct bbx_enc *e, uint64_t seq)
 	return bbx_enc_finish_unsummed(e, &h);
 }
 
+/* Whether this is the process's first record and the prologue is still to come (the
+ * flag is taken: exactly one record per process sees 1). */
+static inline int prologue_due(void)
+{
+	return __builtin_expect(__atomic_load_n(&bbx_run_proc_pending, __ATOMIC_RELAXED), 0) &&
+	       __atomic_exchange_n(&bbx_run_proc_pending, 0, __ATOMIC_ACQ_REL) &&
+	       bbx_run_prologue;
+}
+
+/* The prologue's record encoded into buf and finished: its length, or 0 when there is
+ * none to write here (it wrote its own, or failed: a lost PROC loses no undo
+ * information).  Its seq is taken after the caller's, as when it was emitted from
+ * inside the caller's emit. */
+static long prologue_build(struct bbx_run *run, uint8_t *buf, size_t cap)
+{
+	struct bbx_enc pe;
+	if (!bbx_run_prologue(run, &pe, buf, cap))
+		return 0;
+	long n = finish_rec(&pe, bbx_state_next_seq(run->st));
+	return n > 0 ? n : 0;
+}
+
+static int append_finished(struct bbx_run *run, void *rec, size_t len);
+
+/* For the emits other than bbx_run_emit (a deferred record, a batch): the prologue's
+ * record written alone, before theirs.  A frame of its own, as emit_first's. */
+__attribute__((noinline)) static void prologue_alone(struct bbx_run *run)
+{
+	uint8_t buf[BBX_RUN_PROLOGUE_BUF];
+	long n = prologue_build(run, buf, sizeof buf);
+	if (n > 0)
+		(void)append_finished(run, buf, (size_t)n);
+}
+
 static void prologue_if_pending(struct bbx_run *run)
 {
-	if (__builtin_expect(__atomic_load_n(&bbx_run_proc_pending, __ATOMIC_RELAXED), 0) &&
-	    __atomic_exchange_n(&bbx_run_proc_pending, 0, __ATOMIC_ACQ_REL) && bbx_run_prologue)
-		bbx_run_prologue(run);
+	if (prologue_due())
+		prologue_alone(run);
 }
 
 __attribute__((weak)) int bbx_run_defer_on;
@@ -513,23 +547,65 @@ void bbx_run_defer_release(struct bbx_defer *d)
 		bbx_run_defer_tls = NULL;
 }
 
-int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
+/* Finished records (len bytes, after the thread's held-back ones if it has any). */
+static int append_finished(struct bbx_run *run, void *rec, size_t len)
 {
-	prologue_if_pending(run);
-	long len = finish_rec(e, seq);
-	if (len < 0)
-		return (int)len;
 	struct bbx_defer *d = __atomic_load_n(&defer_main, __ATOMIC_ACQUIRE);
-	int rc = d && __atomic_load_n(&d->len, __ATOMIC_ACQUIRE)
-			 ? emit_after_pending(run, d, e->buf, (size_t)len)
-			 : bbx_writer_append_chained(&run->w, run->st, e->buf, (size_t)len,
-						     &bbx_run_last_pos);
+	return d && __atomic_load_n(&d->len, __ATOMIC_ACQUIRE)
+		       ? emit_after_pending(run, d, rec, len)
+		       : bbx_writer_append_chained(&run->w, run->st, rec, len,
+						   &bbx_run_last_pos);
+}
+
+/* After e (seq) was appended with rc: the call's RESULT points at it, and a
+ * write-ahead record is made durable when the run syncs. */
+static int emitted(struct bbx_run *run, const struct bbx_enc *e, uint64_t seq, int rc)
+{
 	if (rc == 0)
 		bbx_run_last_seq = seq;
 	if (rc == 0 && bbx_run_sync_mode(run) != BBX_SYNC_OFF &&
 	    write_ahead_type(e->buf[6] | e->buf[7] << 8))
 		rc = bbx_run_sync(run, bbx_run_last_pos.end);
 	return rc;
+}
+
+/* A process's first record, with the prologue's (its PROC) encoded on this frame in
+ * front of it: one write(2) for both, and no buffer mapped and unmapped for the PROC
+ * (both were paid by every process that changes anything: a compiler's .s and .o,
+ * ld's output, the rm of a configure test; ~14 us of ~200 for a fresh process's first
+ * capture here; issue 5).  A PROC too big for the frame is written by the prologue
+ * itself, and one too big to go with e goes alone, first. */
+__attribute__((noinline)) static int emit_first(struct bbx_run *run, struct bbx_enc *e,
+						uint64_t seq)
+{
+	uint8_t buf[BBX_RUN_PROLOGUE_BUF];
+	long n = prologue_build(run, buf, sizeof buf);
+	long len = finish_rec(e, seq);
+	if (len < 0) {
+		if (n > 0)
+			(void)append_finished(run, buf, (size_t)n);
+		return (int)len;
+	}
+	int rc;
+	if (n > 0 && (size_t)n + (size_t)len <= sizeof buf) {
+		memcpy(buf + n, e->buf, (size_t)len);
+		rc = append_finished(run, buf, (size_t)n + (size_t)len);
+	} else {
+		if (n > 0)
+			(void)append_finished(run, buf, (size_t)n);
+		rc = append_finished(run, e->buf, (size_t)len);
+	}
+	return emitted(run, e, seq, rc);
+}
+
+int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
+{
+	if (prologue_due())
+		return emit_first(run, e, seq);
+	long len = finish_rec(e, seq);
+	if (len < 0)
+		return (int)len;
+	return emitted(run, e, seq, append_finished(run, e->buf, (size_t)len));
 }
 
 int bbx_run_batch_add(struct bbx_run *run, struct bbx_run_batch *b, struct bbx_enc *e,

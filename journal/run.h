@@ -77,11 +77,18 @@ void bbx_run_ids_learn(void);
 extern __thread int bbx_run_fresh_ids __attribute__((tls_model("initial-exec")));
 
 /* A prologue for a process's first record (the shim's PROC, procrec.c): when
- * bbx_run_proc_pending is set, bbx_run_emit() clears it and calls bbx_run_prologue
- * before appending.  The prologue must not use the thread scratch's record buffer (the
- * record being emitted is in it).  Unset in the tools. */
+ * bbx_run_proc_pending is set, the first record's emit clears it and calls
+ * bbx_run_prologue(run, e, buf, cap).  The prologue either encodes its record into buf
+ * (cap bytes, BBX_RUN_PROLOGUE_BUF, on the emitting frame's stack) and returns 1,
+ * leaving e for the emit to finish, or returns 0 having written it by itself
+ * (bbx_run_emit: the flag is clear by then), when it did not fit.  From bbx_run_emit,
+ * the two records then go out in one write(2), the prologue's first.  The prologue must
+ * not use the thread scratch's record buffer (the record being emitted is in it).
+ * Unset in the tools. */
+#define BBX_RUN_PROLOGUE_BUF 4096
 extern int bbx_run_proc_pending;
-extern void (*bbx_run_prologue)(struct bbx_run *run);
+extern int (*bbx_run_prologue)(struct bbx_run *run, struct bbx_enc *e, uint8_t *buf,
+			       size_t cap);
 
 /* Fills the header (times, pid, uid) and appends, linked into the hash chain
  * (bbx_writer_append_chained).  Returns 0 or -errno. */

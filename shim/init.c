@@ -434,7 +434,8 @@ void bbx_init(void)
  * every process one more page fault, on a page most never touch again (issue 5). */
 int bbx_writer_gen_mode = 1; /* fd.c tells the writer when to re-verify its descriptor */
 int bbx_run_defer_on = 1;    /* RESULTs go out with the next record (run.h) */
-void (*bbx_run_prologue)(struct bbx_run *run) = bbx_proc_prologue; /* PROC (proc.c) */
+int (*bbx_run_prologue)(struct bbx_run *run, struct bbx_enc *e, uint8_t *buf,
+			size_t cap) = bbx_proc_prologue; /* PROC (proc.c) */
 
 const char *bbx_argv_saved;
 size_t bbx_argv_len;

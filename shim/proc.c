@@ -21,10 +21,10 @@
 
 extern char **environ;
 
-void bbx_proc_prologue(struct bbx_run *run)
+int bbx_proc_prologue(struct bbx_run *run, struct bbx_enc *e, uint8_t *buf, size_t cap)
 {
-	/* a lost PROC loses no undo information */
-	(void)bbx_cap_proc(run, bbx_argv_len ? bbx_argv_saved : NULL, bbx_argv_len, environ);
+	return bbx_cap_proc(run, e, buf, cap, bbx_argv_len ? bbx_argv_saved : NULL, bbx_argv_len,
+			    environ);
 }
 
 /* Records an EXIT when this process journals (or belongs to a run and can open its

@@ -123,10 +123,10 @@ extern int bbx_inited;
 void bbx_flush_pending(void);
 
 /* PROC (proc.c): bbx_run_proc_pending (journal/run.h) is set when the journal is opened
- * and in a fork child; the process's first record is then preceded by its PROC, written
- * by this prologue.  A process whose first record is an EXEC skips it: the EXEC (same
+ * and in a fork child; the process's first record is then preceded by its PROC, encoded
+ * by this prologue and written in the same write(2) (journal/run.h).  A process whose first record is an EXEC skips it: the EXEC (same
  * pid) names it. */
-void bbx_proc_prologue(struct bbx_run *run);
+int bbx_proc_prologue(struct bbx_run *run, struct bbx_enc *e, uint8_t *buf, size_t cap);
 /* (proc.c) popen: remembers the stream's EXEC seq for pclose's EXIT; system: its EXIT. */
 void bbx_popen_note(FILE *f, uint64_t seq);
 void bbx_system_exit(uint64_t seq, int status);

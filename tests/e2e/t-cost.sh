@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=70
+PLAN=71
 plan $PLAN
 
 N=100
@@ -314,6 +314,36 @@ read -r dnkj dnj dnx < <(dn_calls "$T_TMP/dnj.st")
 diag "subshell > /dev/null: $dnb/100 system calls a child bare, $dnj/100 under bbx ($dnk, $dnkj children; $dnx madvise, journal write or openat2 in them)"
 [ "$dnk" -eq 5 ] && [ "$dnkj" -eq 5 ] && [ "$dnx" -eq 0 ] && [ $((dnj - dnb)) -le 200 ]
 ok $? "a subshell's > /dev/null: at most 2 system calls added (the fstat, the fork handler's getpid; $(((dnj - dnb) / 100)).$(printf %02d $(((dnj - dnb) % 100)))), no madvise, no journal write"
+
+# A new program's first record goes out with its PROC in one write(2), the PROC encoded
+# on the stack (journal/run.c, emit_first): touch, which creates its file and writes
+# nothing else until its held-back RESULT at exit, makes two journal writes after its
+# exec and maps no buffer for the PROC (before: three, and a 64 KiB mapping).  The shell
+# writes the directory's DIRMETA first, so that no touch has one of its own.
+w=$(new_ws)
+(cd "$w" && strace -f -o "$T_TMP/first.st" bbx-run --quiet --journal "$T_TMP/j.first" -- sh -c ': >z; touch a; touch b; touch c')
+read -r nfirst fwrites fmaps < <(python3 - "$T_TMP/first.st" <<'EOF2'
+import re, sys
+after, writes, maps, touch = set(), {}, {}, set()
+for line in open(sys.argv[1]):
+    m = re.match(r"(\d+) +(.*)", line)
+    if not m:
+        continue
+    pid, call = m.groups()
+    if call.startswith("execve("):
+        (touch.add if call.startswith('execve("/usr/bin/touch"') else touch.discard)(pid)
+    if pid in touch and re.match(r"(<\.\.\. execve resumed>|execve\().*= 0$", call):
+        after.add(pid)
+    elif pid in after and call.startswith("write(900,"):
+        writes[pid] = writes.get(pid, 0) + 1
+    elif pid in after and re.match(r"mmap\(NULL, 65536, PROT_READ\|PROT_WRITE, MAP_PRIVATE\|MAP_ANONYMOUS, -1", call):
+        maps[pid] = maps.get(pid, 0) + 1
+print(len(after), ",".join(str(writes.get(p, 0)) for p in sorted(after)) or "-", sum(maps.values()))
+EOF2
+)
+diag "touch a/b/c: $nfirst programs after their exec, journal writes each: $fwrites; 64 KiB mappings: $fmaps"
+[ "$nfirst" -eq 3 ] && [ "$fwrites" = "2,2,2" ] && [ "$fmaps" -eq 0 ]
+ok $? "a new program's PROC goes out with its first record: touch makes 2 journal writes (PROC and CREATE, then its RESULT at exit), maps no PROC buffer ($fwrites; $fmaps)"
 
 # Files read whole are mapped with their pages in one call (MAP_POPULATE), not faulted in
 # a window at a time: the compiled policy, in every process that maps it (policy/match.c:
