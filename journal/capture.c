@@ -96,7 +96,7 @@ void bbx_scratch_populate(void)
 {
 	struct bbx_scratch *s = scratch_tls;
 	if (s)
-		bbx_sys_populate_write(s, sizeof *s);
+		bbx_sys_populate_write(s, BBX_SCRATCH_HOT);
 }
 
 void bbx_scratch_atfork_child(void)

@@ -19,6 +19,7 @@
 
 #include "run.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -26,7 +27,13 @@
 #define BBX_REC_BUF (2 * PATH_MAX + 8192)
 
 /* Per-thread scratch.  a, b, c are for callers (the shim's resolved paths); the rest is
- * used inside the capture functions. */
+ * used inside the capture functions.  Ordered by use: what a process's first capture
+ * writes (a create, a truncation of a file the run made, a policy decision: a, b, tmp,
+ * lnk, pol, the memos, cwd, the held-back records, the directories' names, the record's
+ * first page) comes first, BBX_SCRATCH_HOT bytes; c, obj (a kept copy's or hard link's
+ * name) and the rest of rec, which a record of a few hundred bytes never reaches, last
+ * (mincore of a new program's scratch after its first create: 9 of the 14 pages
+ * written, none of those 5; issue 5). */
 #define BBX_MEMO_SLOTS 6
 #define BBX_MEMO_PATH 496
 #define BBX_DNAME_SLOTS 4
@@ -57,9 +64,8 @@ struct bbx_stat_memo {
 	char path[BBX_MEMO_PATH];
 };
 struct bbx_scratch {
-	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
-	uint8_t rec[BBX_REC_BUF];
-	char obj[PATH_MAX], tmp[PATH_MAX], lnk[PATH_MAX];
+	char a[PATH_MAX], b[PATH_MAX];
+	char tmp[PATH_MAX], lnk[PATH_MAX];
 	char pol[PATH_MAX]; /* the shim's policy: what an open decided on is reopened as */
 	struct bbx_stat_memo memo[BBX_MEMO_SLOTS];
 	unsigned memo_next;
@@ -86,7 +92,10 @@ struct bbx_scratch {
 		char path[BBX_MEMO_PATH];
 	} at[2];
 	unsigned at_next;
+	uint8_t rec[BBX_REC_BUF] __attribute__((aligned(64))); /* its first page hot */
+	char c[PATH_MAX], obj[PATH_MAX];
 };
+#define BBX_SCRATCH_HOT ((offsetof(struct bbx_scratch, rec) + 4096 + 4095) / 4096 * 4096)
 
 /* The capture's stat calls, and getcwd, answered once per epoch: one capture asks about
  * the same parent directory and target several times (a rename: the directory three
@@ -185,10 +194,13 @@ struct bbx_scratch *bbx_scratch(void);
 /* The same, but mapped without faulting its pages in (MAP_POPULATE is what bbx_scratch
  * does): for the fork handler, which maps it only for the children to inherit. */
 struct bbx_scratch *bbx_scratch_lazy(void);
-/* The thread's scratch made writable in one call (madvise MADV_POPULATE_WRITE): for a
- * fork child's first capture, which writes ~10 of its 14 pages, each a page fault of its
- * own (the parent's copy-on-write pages, or none where the fork handler mapped it
- * without populating it; shim/init.c, bbx_capture_ready_slow). */
+/* The thread scratch's hot part (BBX_SCRATCH_HOT) made writable in one call (madvise
+ * MADV_POPULATE_WRITE): for a fork child's first capture, which writes nearly all of it,
+ * each page a fault of its own otherwise (the parent's copy-on-write pages, or none
+ * where the fork handler mapped it without populating it; shim/init.c,
+ * bbx_capture_ready_slow).  The cold pages are left to be copied when written, which
+ * most children never do: populating the whole scratch copied 14 pages where 9 were
+ * needed. */
 void bbx_scratch_populate(void);
 /* In a fork child: unblocks what a thread of the parent left half-done. */
 void bbx_scratch_atfork_child(void);
