@@ -50,7 +50,11 @@ static void scratch_free(void *p)
  * 14 pages for an rm of one file (perf, page faults by address), each a page fault of
  * its own.  Writing 8 fresh pages of such a mapping costs ~110 us here when each one
  * faults, ~85 us when mmap populates all 14 (bench/micro -f: the break-even is ~5
- * pages; issue 5), so a capture's scratch comes populated.  Not the one atfork_prepare
+ * pages; issue 5), so a capture's scratch comes populated: its hot 9 pages, which a
+ * first capture writes nearly all of, not the 5 it never reaches (session 33, the
+ * same VM whose faults had become ~10 times cheaper: micro -f 14-30 us for 4-8 pages
+ * faulted against 26-34 for 14 populated; a new program's first create 195 -> 188 us,
+ * medians of 8 alternating rounds of 1,000).  Not the one atfork_prepare
  * maps for its fork children (shim/init.c): a child that only executes writes one page
  * of it, and its copy-on-write fault costs the same whether the parent's page was
  * there or not. */
@@ -59,10 +63,11 @@ static struct bbx_scratch *scratch_map(int populate)
 	struct bbx_scratch *s = scratch_tls;
 	if (s)
 		return s;
-	s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
+	s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s == MAP_FAILED)
 		return NULL;
+	if (populate) /* its hot part (capture.h); the cold pages fault in if ever written */
+		bbx_sys_populate_write(s, BBX_SCRATCH_HOT);
 	int st = 0;
 	bbx_fork_hooks(); /* the shim's fork child handler ends a creation cut off */
 	if (__atomic_compare_exchange_n(&scratch_key_state, &st, 1, 0, __ATOMIC_ACQ_REL,
