@@ -85,7 +85,9 @@ extern __thread int bbx_run_fresh_ids __attribute__((tls_model("initial-exec")))
  * the two records then go out in one write(2), the prologue's first.  The prologue must
  * not use the thread scratch's record buffer (the record being emitted is in it).
  * Unset in the tools. */
-#define BBX_RUN_PROLOGUE_BUF 4096
+/* 8 KiB: a PROC holds the environment, 2-5 KiB in a shell or make check here (4 KiB
+ * let make check's go alone); bigger ones are written alone, as before. */
+#define BBX_RUN_PROLOGUE_BUF 8192
 extern int bbx_run_proc_pending;
 extern int (*bbx_run_prologue)(struct bbx_run *run, struct bbx_enc *e, uint8_t *buf,
 			       size_t cap);

@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=71
+PLAN=72
 plan $PLAN
 
 N=100
@@ -319,10 +319,18 @@ ok $? "a subshell's > /dev/null: at most 2 system calls added (the fstat, the fo
 # on the stack (journal/run.c, emit_first): touch, which creates its file and writes
 # nothing else until its held-back RESULT at exit, makes two journal writes after its
 # exec and maps no buffer for the PROC (before: three, and a 64 KiB mapping).  The shell
-# writes the directory's DIRMETA first, so that no touch has one of its own.
-w=$(new_ws)
-(cd "$w" && strace -f -o "$T_TMP/first.st" bbx-run --quiet --journal "$T_TMP/j.first" -- sh -c ': >z; touch a; touch b; touch c')
-read -r nfirst fwrites fmaps < <(python3 - "$T_TMP/first.st" <<'EOF2'
+# writes the directory's DIRMETA first, so that no touch has one of its own.  The
+# environment is the run's own and a few variables (make check's is large enough to
+# vary); with a 10 KB variable the PROC does not fit the frame's 8 KiB and goes alone,
+# from a mapping, as before.
+first_run() { # ST JOURNAL [VAR=VALUE]: strace of touch a, b, c in a fresh workspace
+	local w
+	w=$(new_ws)
+	(cd "$w" && env -i PATH="$PATH" HOME="$HOME" BBX_SHIM="$BBX_SHIM" BBX_STATE_DIR="$BBX_STATE_DIR" ${3:+"$3"} \
+		strace -f -o "$1" bbx-run --quiet --journal "$2" -- sh -c ': >z; touch a; touch b; touch c')
+}
+first_count() { # ST: programs after their exec, journal writes each, 64 KiB mappings
+	python3 - "$1" <<'EOF2'
 import re, sys
 after, writes, maps, touch = set(), {}, {}, set()
 for line in open(sys.argv[1]):
@@ -340,10 +348,24 @@ for line in open(sys.argv[1]):
         maps[pid] = maps.get(pid, 0) + 1
 print(len(after), ",".join(str(writes.get(p, 0)) for p in sorted(after)) or "-", sum(maps.values()))
 EOF2
-)
+}
+first_run "$T_TMP/first.st" "$T_TMP/j.first"
+read -r nfirst fwrites fmaps < <(first_count "$T_TMP/first.st")
 diag "touch a/b/c: $nfirst programs after their exec, journal writes each: $fwrites; 64 KiB mappings: $fmaps"
 [ "$nfirst" -eq 3 ] && [ "$fwrites" = "2,2,2" ] && [ "$fmaps" -eq 0 ]
 ok $? "a new program's PROC goes out with its first record: touch makes 2 journal writes (PROC and CREATE, then its RESULT at exit), maps no PROC buffer ($fwrites; $fmaps)"
+big=$(head -c 10000 /dev/zero | tr '\0' x)
+first_run "$T_TMP/firstbig.st" "$T_TMP/j.firstbig" "BBX_T_BIG=$big"
+read -r nbig bwrites bmaps < <(first_count "$T_TMP/firstbig.st")
+nbigenv=$(python3 "$BBX_SRCDIR/tests/e2e/jdecode.py" "$T_TMP/j.firstbig/journal" 2>/dev/null |
+	python3 -c '
+import json, sys
+big = "BBX_T_BIG=" + "x" * 10000
+print(sum(1 for l in sys.stdin for r in [json.loads(l)]
+          if r["type"] == "PROC" and r.get("exe", "").endswith("/touch") and big in r.get("env", [])))')
+diag "with a 10 KB variable: journal writes each: $bwrites; 64 KiB mappings: $bmaps; touch PROCs holding the variable: $nbigenv"
+[ "$nbig" -eq 3 ] && [ "$bwrites" = "3,3,3" ] && [ "$bmaps" -eq 3 ] && [ "$nbigenv" -eq 3 ]
+ok $? "a PROC too big for the frame goes alone from a mapping, the variable in it ($bwrites; $bmaps; $nbigenv PROCs)"
 
 # Files read whole are mapped with their pages in one call (MAP_POPULATE), not faulted in
 # a window at a time: the compiled policy, in every process that maps it (policy/match.c:
