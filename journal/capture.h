@@ -191,8 +191,9 @@ extern __thread int bbx_cap_rename_keeps_dirs;
 /* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at
  * thread exit.  NULL when it cannot be mapped: callers refuse with ENOMEM. */
 struct bbx_scratch *bbx_scratch(void);
-/* The same, but mapped without faulting its pages in (MAP_POPULATE is what bbx_scratch
- * does): for the fork handler, which maps it only for the children to inherit. */
+/* The same, but mapped without making any page writable (bbx_scratch makes its hot
+ * part, BBX_SCRATCH_HOT, writable in one call): for the fork handler, which maps it
+ * only for the children to inherit. */
 struct bbx_scratch *bbx_scratch_lazy(void);
 /* The thread scratch's hot part (BBX_SCRATCH_HOT) made writable in one call (madvise
  * MADV_POPULATE_WRITE): for a fork child's first capture, which writes nearly all of it,

@@ -210,7 +210,8 @@ static inline int bbx_usable(void)
 
 /* Set by the fork child handler (init.c): this process is a fork child that has not
  * captured yet.  Its first capture then maps in one call each what it is about to write
- * page by page: the thread scratch (inherited copy-on-write, or mapped by the fork
+ * page by page: the thread scratch's hot part (journal/capture.h, BBX_SCRATCH_HOT;
+ * inherited copy-on-write, or mapped by the fork
  * handler without its pages), and the state file's head page, of which the child
  * inherited no page table entry (bbx_capture_ready_slow; a bash subshell's "> file"
  * wrote ~10 scratch pages and took 2 faults on the head page, ~20 us a fault here

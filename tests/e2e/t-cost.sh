@@ -228,8 +228,8 @@ diag "fork child before exec: $fb/100 system calls bare, $fj/100 under bbx ($nb,
 # truncation over an existing one preserves it first).  The child binds none of the
 # shim's libc calls lazily (shim/init.c, prebind: getcwd alone, bound there, cost each
 # child 9 page faults in ld.so's resolver and three libraries' symbol tables), and its
-# first capture maps the thread scratch in one call (bbx_capture_ready_slow: ~10 of its
-# 14 pages written, each a fault of its own before).
+# first capture maps the thread scratch's hot part in one call (bbx_capture_ready_slow:
+# 9 of its 14 pages, each a fault of its own before).
 w=$(new_ws)
 echo old >"$w/e"
 SUB='( echo x > f1 ); ( echo y > f2 ); ( exec 3>e; echo q >&3 )'
