@@ -647,6 +647,29 @@ static uint64_t clone_pair(uint64_t src, uint64_t dst)
 	return (src * 0x9e3779b97f4a7c15ull) ^ dst ^ 1;
 }
 
+/* The same for the two other ways of keeping a file that only work within one
+ * filesystem: a pair whose hard link into objects/ (no_link) or copy_file_range
+ * (no_cfr) failed with EXDEV, so that the next pre-images between them in this process
+ * go straight to the byte copy (issue 5: a workspace on a tmpfs /tmp with the state
+ * directory on the disk, where every removal or rename over a file tried both, two
+ * system calls of ~9 per file kept).  Only pairs of two different filesystems are
+ * remembered: between two mounts of one filesystem (a bind mount) linkat fails with
+ * EXDEV too, while another directory of the same st_dev may link - that failure is the
+ * file's own case.  A pair that packs like another only costs a link or a
+ * copy_file_range that is not tried: a byte copy is as good a pre-image. */
+static uint64_t no_link, no_cfr;
+
+static int xdev_known(const uint64_t *memo, uint64_t src, uint64_t dst)
+{
+	return src != dst && __atomic_load_n(memo, __ATOMIC_RELAXED) == clone_pair(src, dst);
+}
+
+static void xdev_learn(uint64_t *memo, uint64_t src, uint64_t dst, int err)
+{
+	if (err == EXDEV && src != dst)
+		__atomic_store_n(memo, clone_pair(src, dst), __ATOMIC_RELAXED);
+}
+
 /* Pre-images up to this size go into the run's shared object when no reflink is to be
  * had (weak: the unit tests that inject faults into an object file's writes set 0). */
 #define PACK_MAX (1u << 20)
@@ -693,8 +716,15 @@ static ssize_t copy_chunk(int srcfd, int out, off_t *in_off, off_t *out_off, siz
 int bbx_copy_range(int in, off_t *in_off, int out, off_t *out_off, uint64_t len,
 		   uint64_t *copied)
 {
+	int cfr = 1, err = 0;
+	return bbx_copy_range_cfr(in, in_off, out, out_off, len, copied, &cfr, &err);
+}
+
+int bbx_copy_range_cfr(int in, off_t *in_off, int out, off_t *out_off, uint64_t len,
+		       uint64_t *copied, int *cfr, int *cfr_err)
+{
 	uint64_t left = len;
-	int use_cfr = 1;
+	int use_cfr = *cfr;
 	while (left > 0) {
 		size_t want = left > (1u << 30) ? (1u << 30) : (size_t)left;
 		ssize_t n;
@@ -702,7 +732,8 @@ int bbx_copy_range(int in, off_t *in_off, int out, off_t *out_off, uint64_t len,
 			n = bbx_sys.copy_file_range(in, in_off, out, out_off, want, 0);
 			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
 				      errno == EOPNOTSUPP)) {
-				use_cfr = 0;
+				*cfr = use_cfr = 0;
+				*cfr_err = errno;
 				continue;
 			}
 		} else {
@@ -722,6 +753,61 @@ int bbx_copy_range(int in, off_t *in_off, int out, off_t *out_off, uint64_t len,
 	return 0;
 }
 
+/* The process's descriptor to objects/pack, kept open from one packed copy to the next
+ * (O_CLOEXEC, moved up among the journal's): an open and a close of the object by its
+ * absolute path per pre-image were two of the ~9 system calls of a small file kept by
+ * copy (issue 5: a removal across filesystems, touch or an O_TRUNC rewrite of a file
+ * older than the run).  Trusted only after an fstat finds the pack's identity at that
+ * number, still linked: a program may have closed it and opened something else there
+ * (closefrom, a raw close), a vfork child that opened it leaves its number, valid in
+ * its own table only, in the memory it shares with its parent, and a tool may open
+ * another run (same struct, a journal directory removed and made again).  Each time
+ * the check fails and the pack is opened again; the descriptor found there is never
+ * closed (it may be the program's).  pack_id: the objects directory (dev, ino) and the
+ * pack's, as found when it was opened.  pack_out returns the descriptor to write the
+ * copy through (*opened: 1 when it is this copy's alone, to be closed after it), or
+ * -errno. */
+static int pack_fd = -1;
+static uint64_t pack_id[4];
+
+static int pack_out(struct bbx_run *run, int *opened)
+{
+	*opened = 0;
+	int fd = __atomic_load_n(&pack_fd, __ATOMIC_ACQUIRE);
+	struct stat sb;
+	if (fd >= 0 && __atomic_load_n(&pack_id[0], __ATOMIC_RELAXED) == run->odev &&
+	    __atomic_load_n(&pack_id[1], __ATOMIC_RELAXED) == run->oino &&
+	    bbx_sys_fstatat(fd, "", &sb, AT_EMPTY_PATH) == 0 && S_ISREG(sb.st_mode) &&
+	    sb.st_nlink > 0 && sb.st_dev == __atomic_load_n(&pack_id[2], __ATOMIC_RELAXED) &&
+	    sb.st_ino == __atomic_load_n(&pack_id[3], __ATOMIC_RELAXED))
+		return fd;
+	int rc = bbx_run_pack_path(run, tls.obj, sizeof tls.obj);
+	if (rc)
+		return rc;
+	int o = open(tls.obj, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (o < 0)
+		return -errno;
+	*opened = 1;
+	if (bbx_sys_fstatat(o, "", &sb, AT_EMPTY_PATH) != 0)
+		return o; /* used once, not kept */
+	int hi = fcntl(o, F_DUPFD_CLOEXEC, BBX_WRITER_FD_MIN);
+	if (hi < 0)
+		return o;
+	close(o);
+	/* Another thread that opened one meanwhile keeps its own; this one is used once. */
+	if (!__atomic_compare_exchange_n(&pack_fd, &fd, -1, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return hi;
+	__atomic_store_n(&pack_id[0], run->odev, __ATOMIC_RELAXED);
+	__atomic_store_n(&pack_id[1], run->oino, __ATOMIC_RELAXED);
+	__atomic_store_n(&pack_id[2], (uint64_t)sb.st_dev, __ATOMIC_RELAXED);
+	__atomic_store_n(&pack_id[3], (uint64_t)sb.st_ino, __ATOMIC_RELAXED);
+	fd = -1;
+	*opened = !__atomic_compare_exchange_n(&pack_fd, &fd, hi, 0, __ATOMIC_ACQ_REL,
+					       __ATOMIC_ACQUIRE);
+	return hi;
+}
+
 /* Keeps the first size bytes of srcfd in the run's shared object (objects/pack), in a
  * range reserved for them alone by raising the state's BBX_PACK_END: no inode and no
  * directory entry of its own.  A byte copy of a small file into an object of its own
@@ -732,25 +818,24 @@ int bbx_copy_range(int in, off_t *in_off, int out, off_t *out_off, uint64_t len,
  * copied (fewer if the file shrank meanwhile: the rest of the range stays a hole that
  * no record names).  Concurrent processes write disjoint ranges; the object is only
  * ever written at reserved offsets, never truncated. */
-static int pack_copy(struct bbx_run *run, uint64_t *pk, int srcfd, uint64_t size,
-		     uint64_t *off, uint64_t *kept)
+static int pack_copy(struct bbx_run *run, uint64_t *pk, int srcfd, uint64_t sdev,
+		     uint64_t size, uint64_t *off, uint64_t *kept)
 {
-	int rc = bbx_run_pack_path(run, tls.obj, sizeof tls.obj);
-	if (rc)
-		return rc;
-	int sync = bbx_run_sync_mode(run) != BBX_SYNC_OFF;
-	int out = open(tls.obj, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int sync = bbx_run_sync_mode(run) != BBX_SYNC_OFF, once;
+	int out = pack_out(run, &once);
 	if (out < 0)
-		return -errno;
+		return out;
 	*off = __atomic_fetch_add(&pk[BBX_PACK_END], size, __ATOMIC_RELAXED);
 	off_t in_off = 0, out_off = (off_t)*off;
 	/* (A file that shrank under us: what is there is the pre-image.) */
-	rc = bbx_copy_range(srcfd, &in_off, out, &out_off, size, kept);
+	int cfr = !xdev_known(&no_cfr, sdev, run->odev), err = 0;
+	int rc = bbx_copy_range_cfr(srcfd, &in_off, out, &out_off, size, kept, &cfr, &err);
+	xdev_learn(&no_cfr, sdev, run->odev, err);
 	if (!rc && sync && bbx_sys.fsync(out) < 0)
 		rc = -errno;
-	if (close(out) < 0 && !rc)
+	if (once && close(out) < 0 && !rc)
 		rc = -errno;
-	if (!rc && sync)
+	if (!rc && sync && (rc = bbx_run_pack_path(run, tls.obj, sizeof tls.obj)) == 0)
 		rc = sync_dir_of(tls.obj); /* the object's name, made by the first copy */
 	return rc;
 }
@@ -785,7 +870,7 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, const str
 			return 0;
 		}
 		uint64_t t0 = mono_ns();
-		int rc = pack_copy(run, pk, srcfd, (uint64_t)sb->st_size, off, kept);
+		int rc = pack_copy(run, pk, srcfd, sb->st_dev, (uint64_t)sb->st_size, off, kept);
 		if (rc)
 			return rc;
 		*ns = mono_ns() - t0;
@@ -837,7 +922,7 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, const str
 	uint64_t t0 = mono_ns();
 	off_t in_off = 0, out_off = 0;
 	uint64_t left = size;
-	int use_cfr = 1;
+	int use_cfr = !xdev_known(&no_cfr, sb->st_dev, run->odev);
 	while (left > 0 || !use_cfr) {
 		ssize_t n;
 		if (use_cfr) {
@@ -845,13 +930,16 @@ static int preserve_copy(struct bbx_run *run, uint64_t seq, int srcfd, const str
 						    left > (1u << 30) ? (1u << 30) : left, 0);
 			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
 				      errno == EOPNOTSUPP)) {
+				xdev_learn(&no_cfr, sb->st_dev, run->odev, errno);
 				use_cfr = 0;
 				continue;
 			}
 			if (n == 0)
 				break; /* file shrank under us: what is there is the pre-image */
 		} else {
-			n = copy_chunk(srcfd, out, &in_off, &out_off, COPY_BUF, 0);
+			/* At out_off, where copy_file_range left off if it copied a part
+			 * before it was refused (it does not move the file offset). */
+			n = copy_chunk(srcfd, out, &in_off, &out_off, COPY_BUF, 1);
 			if (n == 0)
 				break; /* end of file (also covers growth while copying) */
 		}
@@ -1312,13 +1400,19 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 			return rc;
 		const char *name;
 		int dfd = at_of(path, &name);
-		int lk = bbx_sys.linkat(dfd, name, AT_FDCWD, tls.obj, 0);
-		if (lk < 0 && errno == ENOENT && k_lstat(path, &(struct stat){0}) == 0 &&
-		    make_shard(run, tls.obj) == 0) {
-			dfd = at_of(path, &name); /* the shard ended the epoch: abs from now on */
+		int lk = -1;
+		errno = EXDEV;
+		if (!xdev_known(&no_link, sb.st_dev, run->odev)) {
 			lk = bbx_sys.linkat(dfd, name, AT_FDCWD, tls.obj, 0);
+			if (lk < 0 && errno == ENOENT && k_lstat(path, &(struct stat){0}) == 0 &&
+			    make_shard(run, tls.obj) == 0) {
+				dfd = at_of(path, &name); /* the shard ended the epoch: abs now */
+				lk = bbx_sys.linkat(dfd, name, AT_FDCWD, tls.obj, 0);
+			}
+			if (lk < 0)
+				xdev_learn(&no_link, sb.st_dev, run->odev, errno);
+			memo_forget(); /* the target's link count and ctime moved */
 		}
-		memo_forget(); /* the target's link count and ctime moved */
 		if (lk == 0) {
 			how = BBX_HOW_LINK;
 			if (bbx_run_sync_mode(run) != BBX_SYNC_OFF && (rc = sync_dir_of(tls.obj))) {
@@ -1329,8 +1423,9 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 			return -errno;
 		} else if (S_ISREG(sb.st_mode)) {
 			/* No link possible (another filesystem): a copy, which max_preserve
-			 * limits like any other. */
-			int src = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+			 * limits like any other.  Opened the way the call names it (relative
+			 * to its directory descriptor: rm -r), as the link was tried. */
+			int src = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 			if (src < 0)
 				return -errno;
 			rc = preserve_copy(run, seq, src, &sb, op, path, &how, &ns, &ov, &off, &kept);

@@ -359,6 +359,10 @@ void bbx_copy_xattrs(int from, int to);
  * copied (fewer than len only when in ended first), or -errno. */
 int bbx_copy_range(int in, off_t *in_off, int out, off_t *out_off, uint64_t len,
 		   uint64_t *copied);
+/* The same, copy_file_range tried only while *cfr is 1; set to 0 when the kernel
+ * refused it (*cfr_err: the errno, EXDEV between two filesystems). */
+int bbx_copy_range_cfr(int in, off_t *in_off, int out, off_t *out_off, uint64_t len,
+		       uint64_t *copied, int *cfr, int *cfr_err);
 
 /* (path.c) Builds an absolute path: path itself if absolute, else relative to dirfd
  * (AT_FDCWD: the cwd).  "." components and repeated slashes are dropped.  When the

@@ -9,7 +9,7 @@ import sys
 if sys.argv[1] == "--prep":
     # Made before the run, by the test, outside it: files the run did not create.
     op, n = sys.argv[2], int(sys.argv[3])
-    if op in ("unlinkold", "chmodold", "touchold"):
+    if op in ("unlinkold", "unlinkxdev", "chmodold", "touchold"):
         for i in range(n):
             open("f%d" % i, "w").write("old %d\n" % i)
     if op == "chmodatold":
@@ -65,7 +65,7 @@ for i in range(n):
         if fd < 0:
             sys.exit("mkstemp: errno %d" % ctypes.get_errno())
         os.close(fd)
-    elif op in ("unlink", "unlinkold"):
+    elif op in ("unlink", "unlinkold", "unlinkxdev"):
         os.unlink("f%d" % i)
     elif op == "unlinkat":
         os.unlink("f%d" % i, dir_fd=dfd)

@@ -381,6 +381,52 @@ else
 	skip "nothing packed here"
 	skip "nothing packed here"
 fi
+# The pack's descriptor is kept open from one copy to the next (capture.c, pack_out)
+# and checked before each use: a program that puts a file of its own at that number
+# (here dup2) gets nothing of the journal's written into it, the next copy goes to the
+# pack, opened again, and undo brings every file back.
+W=$(new_ws)
+for i in 1 2 3; do echo "old $i" >"$W/q$i"; done
+cat >"$T_TMP/packfd.py" <<'PY'
+import os, sys
+def packfd():
+    for x in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + x).endswith("/objects/pack"):
+                return int(x)
+        except OSError:
+            pass
+    return -1
+open("q1", "w").write("new 1")  # a copy of its own: the filesystem's reflink is asked once
+open("q2", "w").write("new 2")  # packed where there is no reflink: the pack opened and kept
+p = packfd()
+if p < 0:
+    print("nopack")
+    sys.exit(0)
+mine = os.open("mine", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(mine, b"the program's own bytes\n")
+os.dup2(mine, p)  # the program's file now stands at the pack's number
+open("q3", "w").write("new 3")  # packed again: must not go into "mine"
+os.lseek(mine, 0, 0)
+got = os.read(mine, 4096)
+print("pack", p, "then", packfd(), "mine", len(got))
+sys.exit(0 if got == b"the program's own bytes\n" and packfd() >= 0 else 3)
+PY
+before=$(rt_snap "$W" before)
+J=$(rt_journal)
+rt_run "$J" "$W" 'python3 "$T/packfd.py"'
+rc=$?
+if grep -q '^nopack' "$T_TMP/run.out"; then
+	skip "nothing packed here (a filesystem with reflinks)"
+	skip "nothing packed here (a filesystem with reflinks)"
+else
+	rt_showerr "$T_TMP/run.err"
+	sed 's/^/# /' "$T_TMP/run.out" >&2
+	expect_rc $rc 0 "pack descriptor replaced by the program: its file untouched, the pack opened again"
+	rt_undo "$J"
+	after=$(rt_snap "$W" after)
+	same_snap "$before" "$after" "pack descriptor replaced: the tree is back byte for byte"
+fi
 # Format 2 (PRESERVE how=packed): bbx-undo refuses a directory of a format it does not
 # know rather than skip records it cannot read.
 J=$(rt_journal)
