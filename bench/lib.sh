@@ -32,6 +32,11 @@
 #   BENCH_CACHE      one-time downloads (default bench/.cache in the source tree)
 #   BENCH_SYNC       1 (default): sync(1) after each set-up, before the clock starts, so
 #                    that the writeback of a copied tree is not paid by the timed run
+#   BENCH_JOURNAL_DIR  where bbx's journals go (default: beside the work directory).  On
+#                    another filesystem than BENCH_TMPDIR (say BENCH_TMPDIR=/dev/shm/x
+#                    and this on the disk: a workspace in a tmpfs /tmp, the state
+#                    directory in $HOME) no pre-image can be a hard link: every removal
+#                    and every rename over a file older than the run is a byte copy
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B=$(cd "${BBX_BUILDDIR:-$SRC}" && pwd)
@@ -47,13 +52,15 @@ W=$(mktemp -d "${BENCH_TMPDIR:-$B}/bbx-bench.XXXXXX")
 # The work directory sits inside the build tree by default: git must not walk up
 # into the project's repository from it.
 export GIT_CEILING_DIRECTORIES="$W"
-trap 'chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
+JW=$W
+[ -n "${BENCH_JOURNAL_DIR:-}" ] && JW=$(mktemp -d "$BENCH_JOURNAL_DIR/bbx-bench-j.XXXXXX")
+trap 'chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"; [ "$JW" = "$W" ] || rm -rf "$JW"' EXIT
 export BBX_STATE_DIR="$W/state"
 WD="$W/wd"	# the timed command runs here
 # bbx-run's default policy makes ${WORKSPACE} (the directory the run starts in, unless
 # BBX_WORKSPACE says otherwise) writable: the bench's scratch directory is the workspace.
 export BBX_WORKSPACE="$W"
-J="$W/j"	# the bbx journal of the current run
+J="$JW/j"	# the bbx journal of the current run
 IW="$W/iw"	# the installwatch root (log and BACKUP/) of the current run
 
 # discard PATH...: out of the way, deleted at exit rather than now.  ext4 without a
