@@ -20,11 +20,28 @@ static int cap_meta_at(const char *op, int dirfd, const char *path, int fd, uint
 		path = "."; /* fchownat(AT_FDCWD, "", ..., AT_EMPTY_PATH): the cwd itself */
 	if (!path)
 		return bbx_cap_meta(&bbx_run, op, NULL, fd, mask, xname);
+	/* A relative name is looked up first the way the call names it: an object this run
+	 * created needs no record, no policy and so no absolute name (bbx_cap_meta decides
+	 * by its identity alone), and the stat of the name's directory that proves the
+	 * absolute name (journal/path.c, cwd_kept) is not made.  tar -x, cp -a and rsync -a
+	 * set times, owner and mode by name on every directory they made, install and
+	 * chmod +x on the files a build made: one system call each instead of two (issue 5).
+	 * Any other object: the same lstat is the capture's first answer (the memo), so
+	 * nothing is asked twice. */
+	struct stat sb;
+	int early = path[0] != '/' && *path && bbx_scratch() &&
+		    bbx_sys_fstatat(dirfd, path, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+	if (early && (!S_ISLNK(sb.st_mode) || (mask & BBX_META_NOFOLLOW)) && bbx_run.st &&
+	    bbx_state_level(bbx_run.st, sb.st_dev, sb.st_ino) == BBX_LVL_CREATED)
+		return 0; /* (through a symlink: the object is its target, asked below) */
 	int rc = bbx_path_abs(dirfd, path, bbx_tp.a, PATH_MAX);
 	if (rc)
 		return rc;
-	if (path[0] != '/')
+	if (path[0] != '/') {
 		bbx_at_set(dirfd, path, bbx_tp.a); /* stat it the way the call names it */
+		if (early)
+			bbx_stat_memo_put(bbx_tp.a, 0, 0, 0, &sb);
+	}
 	return bbx_cap_meta(&bbx_run, op, bbx_tp.a, -1, mask, xname);
 }
 

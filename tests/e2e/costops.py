@@ -40,6 +40,11 @@ if op == "shards":
         open("o/%02x/warm" % k, "w").close()
 if op == "readsym":
     os.symlink(".", "sl")
+if op == "dirmeta":
+    # tar -x: the directories it made, their times, owner and mode set by name at the end
+    os.mkdir("m")
+    for i in range(n):
+        os.mkdir("m/d%d" % i)
 if op == "mkstemp":
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)  # the shim's mkstemp: it is preloaded
@@ -108,6 +113,10 @@ for i in range(n):
         os.fchown(fd, -1, -1)
         os.utime(fd, ns=(1000000000, 1000000000))
         os.close(fd)
+    elif op == "dirmeta":
+        os.utime("m/d%d" % i, ns=(1000000000, 1000000000))
+        os.chown("m/d%d" % i, -1, -1)
+        os.chmod("m/d%d" % i, 0o755)
     elif op == "link":
         os.link("src", "l%d" % i)
     elif op == "mkdir":
