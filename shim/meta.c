@@ -29,18 +29,18 @@ static int cap_meta_at(const char *op, int dirfd, const char *path, int fd, uint
 	 * Any other object: the same lstat is the capture's first answer (the memo), so
 	 * nothing is asked twice. */
 	struct stat sb;
-	int early = path[0] != '/' && *path && bbx_scratch() &&
-		    bbx_sys_fstatat(dirfd, path, &sb, AT_SYMLINK_NOFOLLOW) == 0;
-	if (early && (!S_ISLNK(sb.st_mode) || (mask & BBX_META_NOFOLLOW)) && bbx_run.st &&
-	    bbx_state_level(bbx_run.st, sb.st_dev, sb.st_ino) == BBX_LVL_CREATED)
+	int early = path[0] != '/' && *path && bbx_scratch();
+	int e = early ? bbx_sys_fstatat(dirfd, path, &sb, AT_SYMLINK_NOFOLLOW) : 0;
+	if (early && !e && (!S_ISLNK(sb.st_mode) || (mask & BBX_META_NOFOLLOW)) &&
+	    bbx_run.st && bbx_state_level(bbx_run.st, sb.st_dev, sb.st_ino) == BBX_LVL_CREATED)
 		return 0; /* (through a symlink: the object is its target, asked below) */
 	int rc = bbx_path_abs(dirfd, path, bbx_tp.a, PATH_MAX);
 	if (rc)
 		return rc;
 	if (path[0] != '/') {
 		bbx_at_set(dirfd, path, bbx_tp.a); /* stat it the way the call names it */
-		if (early)
-			bbx_stat_memo_put(bbx_tp.a, 0, 0, 0, &sb);
+		if (early) /* its answer, a missing name's included */
+			bbx_stat_memo_put(bbx_tp.a, 0, e ? -1 : 0, -e, &sb);
 	}
 	return bbx_cap_meta(&bbx_run, op, bbx_tp.a, -1, mask, xname);
 }
