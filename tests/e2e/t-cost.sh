@@ -143,7 +143,8 @@ k=$(bbx-log "$T_TMP/j.touchold" | grep -cE " write open(64)? [^ ]*/f[0-9]+ ")
 XFS=""
 if [ -d /dev/shm ] && [ -w /dev/shm ] &&
 	[ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$T_TMP")" ]; then
-	XFS=$(mktemp -d /dev/shm/bbx-xdev.XXXXXX)
+	XFS=$(mktemp -d /dev/shm/bbx-xdev.XXXXXX) &&
+		trap 'rm -rf "$T_TMP" "$XFS"' EXIT # lib.sh's trap, and this directory
 fi
 if [ -n "$XFS" ]; then
 	XWS=$XFS budget unlinkxdev 910 100 "stat of the directory (relative), lstat of the name, the copy (open, flistxattr, the pack's fstat, pread, pwrite, close), one write"
