@@ -52,7 +52,7 @@ int bbx_uop_rename(struct bbx_uops *u, const char *from, const char *to, unsigne
 	do {                                                                                \
 		if (u->dry_run)                                                             \
 			return 0;                                                           \
-		struct bbx_pending p_;                                                      \
+		struct bbx_pending p_ = {0};                                                \
 		int rc_ = bbx_cap_create(u->run, OP, (path), (kind), (mode), (target), &p_); \
 		if (rc_)                                                                    \
 			return rc_;                                                         \
@@ -135,7 +135,7 @@ int bbx_uop_copy_new(struct bbx_uops *u, const char *obj, uint64_t off, uint64_t
 {
 	if (u->dry_run)
 		return 0;
-	struct bbx_pending p;
+	struct bbx_pending p = {0};
 	int rc = bbx_cap_create(u->run, OP, path, BBX_KIND_FILE, 0600, NULL, &p);
 	if (rc)
 		return rc;
@@ -156,7 +156,7 @@ int bbx_uop_copy_into(struct bbx_uops *u, const char *obj, uint64_t off, uint64_
 	if (u->dry_run)
 		return 0;
 	char resolved[PATH_MAX];
-	struct bbx_pending p;
+	struct bbx_pending p = {0};
 	int rc = bbx_cap_open(u->run, OP, path, O_WRONLY | O_TRUNC, 0, resolved, &p);
 	if (rc)
 		return rc;
