@@ -197,6 +197,13 @@ struct ctx {
 	const struct bbx_undo_opts *o;
 	struct bbx_undo_stats *s;
 	int progress_fd;
+	/* The steps (for sibling_link), and the index it builds of them on first need:
+	 * the regular files the journal names, by recorded inode number. */
+	const struct bbx_undo_step *steps;
+	size_t nsteps;
+	struct sib { uint64_t ino; size_t off; } *sib;
+	size_t nsib;
+	int sib_built;
 };
 
 static void alias_add(struct ctx *c, uint64_t old, uint64_t now)
@@ -397,6 +404,69 @@ static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_u
 	}
 }
 
+static int cmp_sib(const void *a, const void *b)
+{
+	const struct sib *x = a, *y = b;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static void sib_build(struct ctx *c)
+{
+	c->sib_built = 1;
+	struct bbx_rec rec;
+	for (size_t i = 0; i < c->nsteps; i++) {
+		int a = c->steps[i].action;
+		if (a != BBX_UNDO_RESTORE_COPY && a != BBX_UNDO_RESTORE_LINK &&
+		    a != BBX_UNDO_TRUNCATE && a != BBX_UNDO_META)
+			continue;
+		bbx_rec_decode(c->r.map + c->steps[i].off, c->r.size - c->steps[i].off, &rec);
+		if (!rec.path || !S_ISREG(rec.st.mode))
+			continue;
+		if (!(c->nsib & (c->nsib + 1))) { /* 0, 1, 3, 7...: double */
+			struct sib *n = realloc(c->sib, (2 * c->nsib + 2) * sizeof *n);
+			if (!n)
+				return; /* no links then: each name gets its own copy, as before */
+			c->sib = n;
+		}
+		c->sib[c->nsib++] = (struct sib){rec.st.ino, c->steps[i].off};
+	}
+	qsort(c->sib, c->nsib, sizeof *c->sib, cmp_sib);
+}
+
+/* A removed name of a file that had other names (recorded nlink > 1) and whose
+ * pre-image is a copy - the objects directory was on another filesystem, so no hard
+ * link could keep the inode itself: the name comes back as a new link to another name
+ * the journal gives that inode, when that name now holds the inode or the copy it was
+ * restored as (the alias map).  The steps run newest first, so that inode's content is
+ * then what this name had when it was removed; older steps go on acting on both
+ * names.  Without it each name came back as a separate inode (t-rt-adversarial).
+ * dst: r's path, or a name beside it that is then renamed over it.  0 when linked,
+ * else nonzero (the caller copies). */
+static int sibling_link(struct ctx *c, const struct bbx_rec *r, const char *dst)
+{
+	if (r->st.nlink < 2 || !S_ISREG(r->st.mode))
+		return -1;
+	if (!c->sib_built)
+		sib_build(c);
+	struct sib key = {r->st.ino, 0};
+	struct sib *hit = c->sib ? bsearch(&key, c->sib, c->nsib, sizeof key, cmp_sib) : NULL;
+	if (!hit)
+		return -1;
+	while (hit > c->sib && hit[-1].ino == key.ino)
+		hit--;
+	struct bbx_rec o;
+	for (; hit < c->sib + c->nsib && hit->ino == key.ino; hit++) {
+		bbx_rec_decode(c->r.map + hit->off, c->r.size - hit->off, &o);
+		struct stat sb;
+		if (o.st.dev != r->st.dev || !strcmp(o.path, r->path) || lstat(o.path, &sb) < 0 ||
+		    !S_ISREG(sb.st_mode) || !ino_same(&c->alias, sb.st_ino, r->st.ino))
+			continue;
+		if (bbx_uop_link(&c->u, o.path, dst) == 0)
+			return 0;
+	}
+	return -1;
+}
+
 static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 {
 	struct stat sb;
@@ -469,10 +539,12 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 			/* Same inode: write in place, so its other hard links see it too. */
 			rc = bbx_uop_copy_into(&c->u, obj, off, len, r->path);
 		} else if (!exists) {
-			rc = bbx_uop_copy_new(&c->u, obj, off, len, r->path);
+			if (sibling_link(c, r, r->path) != 0)
+				rc = bbx_uop_copy_new(&c->u, obj, off, len, r->path);
 		} else {
 			tmp_beside(r->path, tmp, sizeof tmp);
-			rc = bbx_uop_copy_new(&c->u, obj, off, len, tmp);
+			if (sibling_link(c, r, tmp) != 0)
+				rc = bbx_uop_copy_new(&c->u, obj, off, len, tmp);
 			if (!rc)
 				rc = install(c, tmp, r->path);
 		}
@@ -835,6 +907,8 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 
 	int resumed = 0, phase = 1;
 	size_t next = 0;
+	c.steps = steps;
+	c.nsteps = nsteps;
 	c.u.dry_run = o->dry_run;
 	if (!o->dry_run) {
 		if ((rc = open_undo_run(&c, s->undo_dir, sizeof s->undo_dir, &resumed)))
@@ -951,6 +1025,7 @@ out:
 	free(offs);
 	free(c.alias.k);
 	free(c.alias.v);
+	free(c.sib);
 	for (size_t i = 0; i < c.nfix; i++)
 		free(c.fix[i].path);
 	free(c.fix);
