@@ -424,8 +424,10 @@ static void sib_build(struct ctx *c)
 			continue;
 		if (!(c->nsib & (c->nsib + 1))) { /* 0, 1, 3, 7...: double */
 			struct sib *n = realloc(c->sib, (2 * c->nsib + 2) * sizeof *n);
-			if (!n)
-				return; /* no links then: each name gets its own copy, as before */
+			if (!n) {
+				c->nsib = 0; /* no links then: each name its own copy, as before */
+				return;
+			}
 			c->sib = n;
 		}
 		c->sib[c->nsib++] = (struct sib){rec.st.ino, c->steps[i].off};
