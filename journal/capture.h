@@ -314,6 +314,10 @@ int bbx_cap_exec(struct bbx_run *run, const char *op, const char *exe, char *con
  * none recorded).  argv and envp are redacted (redact.h) before they are encoded. */
 int bbx_cap_exec_env(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
 		     char *const envp[], uint64_t *seq);
+/* (procrec.c) The same for a program that starts in cwd, not in this process's working
+ * directory (posix_spawn after posix_spawn_file_actions_addchdir_np); NULL: getcwd. */
+int bbx_cap_exec_in(struct bbx_run *run, const char *op, const char *exe, const char *cwd,
+		    char *const argv[], char *const envp[], uint64_t *seq);
 /* (procrec.c) PROC, a process's first record: EXE (/proc/self/exe), ARGV, CWD and ENV
  * (envp, normally environ), redacted.  ARGV is cmd (len bytes of NUL-terminated
  * arguments: the process's argv as it started, saved by the caller) or, when cmd is

@@ -72,7 +72,7 @@ static void put_buf(void *b, size_t cap)
 struct job {
 	const char *op, *exe;
 	char *const *argv, *const *envp;
-	const char *cmdline, *environ_blk;
+	const char *cmdline, *environ_blk, *cwd;
 	size_t cmdline_len;
 	bool self_exe; /* exe: this process's own program, read into the record */
 };
@@ -102,6 +102,18 @@ static void enc_self_exe(struct bbx_enc *e)
 	bbx_enc_commit(e, BBX_T_EXE, (size_t)n + 1);
 }
 
+/* The directory a spawned program starts in when it is not this process's
+ * (posix_spawn_file_actions_addchdir_np): copied as getcwd would, NUL included.  Its
+ * length with the NUL, or -ERANGE. */
+static long given_cwd(uint8_t *out, size_t room, const char *dir)
+{
+	size_t l = strlen(dir) + 1;
+	if (l > room)
+		return -ERANGE;
+	memcpy(out, dir, l);
+	return (long)l;
+}
+
 static void build_exec(struct bbx_enc *e, const struct job *j, int type)
 {
 	bbx_enc_str(e, BBX_T_OP, j->op);
@@ -114,7 +126,9 @@ static void build_exec(struct bbx_enc *e, const struct job *j, int type)
 	 * little room left: grow the record (ERANGE), as for any other field. */
 	size_t room;
 	uint8_t *cwd = bbx_enc_room(e, &room);
-	long n = cwd ? bbx_sys_raw4(SYS_getcwd, (long)cwd, (long)room, 0, 0) : -ERANGE;
+	long n = !cwd ? -ERANGE
+		 : j->cwd ? given_cwd(cwd, room, j->cwd)
+			  : bbx_sys_raw4(SYS_getcwd, (long)cwd, (long)room, 0, 0);
 	if (n > 0)
 		bbx_enc_commit(e, BBX_T_CWD, (size_t)n);
 	else if (n == -ERANGE && (!cwd || room < PATH_MAX) && !e->err)
@@ -159,7 +173,13 @@ static int emit_grow(struct bbx_run *run, const struct job *j, int type, uint64_
 int bbx_cap_exec_env(struct bbx_run *run, const char *op, const char *exe, char *const argv[],
 		     char *const envp[], uint64_t *seq)
 {
-	struct job j = {.op = op, .exe = exe, .argv = argv, .envp = envp};
+	return bbx_cap_exec_in(run, op, exe, NULL, argv, envp, seq);
+}
+
+int bbx_cap_exec_in(struct bbx_run *run, const char *op, const char *exe, const char *cwd,
+		    char *const argv[], char *const envp[], uint64_t *seq)
+{
+	struct job j = {.op = op, .exe = exe, .argv = argv, .envp = envp, .cwd = cwd};
 	return emit_grow(run, &j, BBX_REC_EXEC, seq, false);
 }
 

@@ -332,8 +332,8 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 
 /* Records the exec (argv and the environment the program passes, both redacted);
  * returns its seq (0 if nothing was recorded) or -errno to refuse. */
-static long record_exec(const char *op, const char *exe, char *const argv[],
-			char *const envp[])
+static long record_exec_in(const char *op, const char *exe, const char *cwd,
+			   char *const argv[], char *const envp[])
 {
 	/* Possibly in a vfork child: the header's ids are asked afresh, not taken from
 	 * (nor left in) the parent's cache; reset before the exec, which never returns. */
@@ -351,9 +351,15 @@ static long record_exec(const char *op, const char *exe, char *const argv[],
 	/* If this is the process's first record, the EXEC names it: no PROC needed. */
 	__atomic_store_n(&bbx_run_proc_pending, 0, __ATOMIC_RELEASE);
 	uint64_t seq;
-	int rc = bbx_cap_exec_env(&bbx_run, op, exe, argv, envp, &seq);
+	int rc = bbx_cap_exec_in(&bbx_run, op, exe, cwd, argv, envp, &seq);
 	bbx_run_fresh_ids = 0;
 	return rc ? rc : (long)seq;
+}
+
+static long record_exec(const char *op, const char *exe, char *const argv[],
+			char *const envp[])
+{
+	return record_exec_in(op, exe, NULL, argv, envp);
 }
 
 static void record_failure(const char *op, long seq, int err)
@@ -562,7 +568,18 @@ static int do_spawn(const char *op, int use_path, pid_t *pid, const char *file,
 		use_path ? BBX_REAL(posix_spawnp) : BBX_REAL(posix_spawn);
 	if (!bbx_enter(&saved))
 		return real(pid, file, fa, attr, argv, envp);
-	long seq = record_exec(op, file, argv, envp);
+	/* A chdir in the file actions (spawnfa.c): the program starts there, and a
+	 * relative name of it (posix_spawn's, or posix_spawnp's with a '/') is found
+	 * there.  Where that directory is unknown, the parent's is recorded. */
+	char dir[PATH_MAX], prog[PATH_MAX];
+	const char *exe = file, *cwd = NULL;
+	if (bbx_spawn_dir(fa, dir, sizeof dir) == BBX_SPAWN_DIR) {
+		cwd = dir;
+		if (file[0] != '/' && (!use_path || has_slash(file)) &&
+		    bbx_spawn_prog(fa, file, prog) == 0)
+			exe = prog;
+	}
+	long seq = record_exec_in(op, exe, cwd, argv, envp);
 	if (seq < 0) {
 		bbx_leave(saved);
 		return (int)-seq; /* posix_spawn reports errors by return value */
@@ -591,35 +608,6 @@ BBX_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file
 			    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	return do_spawn("posix_spawnp", 1, pid, file, fa, attr, argv, envp);
-}
-
-/* The child opens the file with glibc's internal open, which we never see: capture
- * when the action is registered.  Capturing early is safe: the pre-image is the file
- * as it was before any of this run's changes to it. */
-BBX_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd,
-						const char *path, int oflag, mode_t mode)
-{
-	int saved;
-	if (!bbx_enter(&saved))
-		return BBX_REAL(posix_spawn_file_actions_addopen)(fa, fd, path, oflag, mode);
-	int acc = oflag & O_ACCMODE;
-	if (acc != O_RDONLY || (oflag & (O_TRUNC | O_CREAT))) {
-		int rc = bbx_usable();
-		struct bbx_pending pend = {0};
-		if (!rc)
-			rc = bbx_path_abs(AT_FDCWD, path, bbx_tp.a, PATH_MAX);
-		if (!rc)
-			rc = bbx_cap_open(&bbx_run, "posix_spawn_file_actions_addopen", bbx_tp.a,
-					  oflag, mode, bbx_tp.b, &pend);
-		if (rc) {
-			bbx_leave(saved);
-			return -rc;
-		}
-		/* The creation happens later in the child; no RESULT can be written, so undo
-		 * falls back to the birth-time check for this name. */
-	}
-	bbx_leave(saved);
-	return BBX_REAL(posix_spawn_file_actions_addopen)(fa, fd, path, oflag, mode);
 }
 
 /* system() and popen() spawn /bin/sh with glibc's internal posix_spawn and the current

@@ -346,6 +346,17 @@ cases() {
 	t posix_spawnp EXEC "sh from PATH" sh sh -c "$SH"
 	t posix_spawn_file_actions_addopen PRESERVE+EXEC:posix_spawn "stdout O_TRUNC onto f" \
 		1 @W/f wronly,trunc 0644 /bin/sh sh -c 'echo spawned'
+	# the other actions: the relative name lands where the list has gone (spawnfa.c)
+	t posix_spawn_file_actions_adddup2 PRESERVE:posix_spawn_file_actions_addopen+EXEC:posix_spawn "f onto 5, 5 onto stdout" \
+		5 @W/f wronly,trunc 0644 1 /bin/sh sh -c 'echo spawned'
+	t posix_spawn_file_actions_addchdir_np PRESERVE:posix_spawn_file_actions_addopen+EXEC:posix_spawn "into d, stdout O_TRUNC onto inner" \
+		d 1 inner wronly,trunc 0644 /bin/sh sh -c 'echo spawned'
+	t posix_spawn_file_actions_addfchdir_np PRESERVE:posix_spawn_file_actions_addopen+EXEC:posix_spawn "into d by descriptor, onto inner" \
+		@W/d 1 inner wronly,trunc 0644 /bin/sh sh -c 'echo spawned'
+	t posix_spawn_file_actions_init PRESERVE:posix_spawn_file_actions_addopen+EXEC:posix_spawn "a new list where one went into d, onto f" \
+		d 1 f wronly,trunc 0644 /bin/sh sh -c 'echo spawned'
+	t posix_spawn_file_actions_destroy PRESERVE:posix_spawn_file_actions_addopen+EXEC:posix_spawn "after a list that went into d, onto f" \
+		d 1 f wronly,trunc 0644 /bin/sh sh -c 'echo spawned'
 	t system EXEC "sh -c" "$SH"
 	t popen EXEC "sh -c, read" "$SH" r
 	# ---- process ends: the reaper's EXIT (and the child shell's own records)
@@ -412,6 +423,8 @@ cases() {
 	tr opendir "through a symlink" @W/l2
 	tr open "O_RDONLY through a symlink" @W/l2/inner rdonly 0
 	tr fopen "\"r\" via .." @W/e/../d/inner r
+	tr posix_spawn_file_actions_addopen "the child's stdin, through a symlink" \
+		0 @W/l2/inner rdonly 0 /bin/cat cat
 	# ---- egress and name lookups ([network]; t-egress.sh has the real servers)
 	tn connect "TCP to 127.0.0.1 without an allow rule" 127.0.0.1:9
 	tn connect "TCP to [::1]" "[::1]:9"

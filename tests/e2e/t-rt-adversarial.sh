@@ -11,10 +11,9 @@
 # changed, bbx-undo, the first snapshot again (DESIGN.md invariants 3, 4 and 5).
 #
 # Part 1 holds the minimal reproductions of the bugs this file found.  Each comment says
-# what was wrong; most are fixed now and stay as regression tests.  The two still open
-# are marked TODO (counted as expected failures, XFAIL; a pass becomes XPASS and fails
-# the suite, so the marker must then go): addopen after addchdir_np, and hard-link
-# identity when the journal is on another filesystem.
+# what was wrong; all are fixed now and stay as regression tests.  A bug found and not
+# yet fixed is marked TODO (counted as an expected failure, XFAIL; a pass becomes XPASS
+# and fails the suite, so the marker must then go).
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
@@ -102,9 +101,9 @@ W=$(ws)
 rt_case "a write to /proc/self/oom_score_adj" "$W" \
 	'echo 1000 > /proc/self/oom_score_adj && echo x > docs/README.md'
 
-# posix_spawn_file_actions_addchdir_np then a relative addopen: the shim resolves the name
-# against the parent's cwd, captures README.md at the top, and the child truncates
-# docs/README.md unrecorded.
+# posix_spawn_file_actions_addchdir_np then a relative addopen: the shim resolved the name
+# against the parent's cwd, captured README.md at the top, and the child truncated
+# docs/README.md unrecorded (fixed: shim/spawnfa.c follows the list's directory).
 cat >"$T_TMP/spawnchdir.c" <<'EOF'
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -128,13 +127,100 @@ if gcc -o "$T_TMP/spawnchdir" "$T_TMP/spawnchdir.c" 2>"$T_TMP/gcc.err"; then
 	W=$(ws)
 	echo '# top-level readme' >"$W/README.md"
 	rt_oldtimes "$W"
-	RT_TODO="addopen after addchdir_np is resolved against the parent's cwd" \
 	rt_case "posix_spawn with addchdir_np, then a relative addopen O_TRUNC" "$W" \
 		'"$T/spawnchdir"' \
 		'[ "$(cat docs/README.md)" = spawned ]'
 else
 	rt_showerr "$T_TMP/gcc.err"
 	ok 1 "posix_spawn with addchdir_np: test program builds"
+fi
+
+# The other ways a file-action list moves the child (shim/spawnfa.c), each against the
+# directory the list is in when the action runs: addfchdir_np by a descriptor of the
+# parent; a relative program name after addchdir_np (found, recorded and started in that
+# directory); addfchdir_np onto a descriptor that an earlier open of the same list
+# replaces (the shim cannot tell where the child will be: the relative open that would
+# truncate is refused, and nothing changes).
+cat >"$T_TMP/spawnfa.c" <<'EOF'
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+extern char **environ;
+int main(int argc, char **argv)
+{
+	posix_spawn_file_actions_t fa;
+	char *echo[] = {"echo", "spawned", 0}, *tool[] = {"./tool.sh", 0};
+	char *const *av = echo;
+	const char *prog = "/bin/echo";
+	int r = posix_spawn_file_actions_init(&fa);
+	if (argc < 2 || r)
+		return 2;
+	if (!strcmp(argv[1], "fchdir")) {
+		int d = open("docs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r = d < 0 ? errno : posix_spawn_file_actions_addfchdir_np(&fa, d);
+		if (!r)
+			r = posix_spawn_file_actions_addopen(&fa, 1, "README.md", O_WRONLY | O_TRUNC, 0);
+	} else if (!strcmp(argv[1], "relprog")) {
+		r = posix_spawn_file_actions_addchdir_np(&fa, "docs");
+		prog = "./tool.sh", av = tool;
+	} else if (!strcmp(argv[1], "replaced")) {
+		r = posix_spawn_file_actions_addopen(&fa, 7, "docs", O_RDONLY | O_DIRECTORY, 0);
+		if (!r)
+			r = posix_spawn_file_actions_addfchdir_np(&fa, 7);
+		if (!r)
+			r = posix_spawn_file_actions_addopen(&fa, 1, "README.md", O_WRONLY | O_TRUNC, 0);
+		if (r == EACCES)
+			return 3; /* refused, as it must be */
+	}
+	pid_t p;
+	if (r || (r = posix_spawn(&p, prog, &fa, 0, av, environ))) {
+		fprintf(stderr, "spawnfa: %s\n", strerror(r));
+		return 1;
+	}
+	return waitpid(p, 0, 0) == p ? 0 : 1;
+}
+EOF
+if gcc -o "$T_TMP/spawnfa" "$T_TMP/spawnfa.c" 2>"$T_TMP/gcc.err"; then
+	W=$(ws)
+	rt_oldtimes "$W"
+	rt_case "posix_spawn with addfchdir_np, then a relative addopen O_TRUNC" "$W" \
+		'"$T/spawnfa" fchdir' \
+		'[ "$(cat docs/README.md)" = spawned ]'
+
+	W=$(ws)
+	printf '#!/bin/sh\necho ran in "$PWD" > ran.txt\n' >"$W/docs/tool.sh"
+	chmod 755 "$W/docs/tool.sh"
+	rt_oldtimes "$W"
+	rt_case "posix_spawn of ./tool.sh after addchdir_np" "$W" \
+		'"$T/spawnfa" relprog' \
+		'[ "$(cat docs/ran.txt)" = "ran in $PWD/docs" ]'
+	bbx-log --json "$RT_J" >"$T_TMP/relprog.json" 2>&1
+	"$PY" - "$T_TMP/relprog.json" "$W" <<-'PYEOF'
+	import json, sys
+	ws = sys.argv[2]
+	ex = [e for e in map(json.loads, open(sys.argv[1]))
+	      if e.get("type") == "EXEC" and e.get("op") == "posix_spawn"]
+	ok = len(ex) == 1 and ex[0].get("exe") == ws + "/docs/tool.sh" and ex[0].get("cwd") == ws + "/docs"
+	if not ok:
+	    print("# " + json.dumps(ex))
+	sys.exit(0 if ok else 1)
+	PYEOF
+	ok $? "posix_spawn of ./tool.sh after addchdir_np: EXEC names docs/tool.sh, started in docs"
+
+	W=$(ws)
+	before=$(rt_snap "$W" fa-replaced)
+	J=$(rt_journal)
+	rt_run "$J" "$W" '"$T/spawnfa" replaced'
+	expect_rc $? 3 "addfchdir_np onto a descriptor the list replaced: the relative addopen O_TRUNC is refused"
+	same_snap "$before" "$(rt_snap "$W" fa-replaced-after)" \
+		"addfchdir_np onto a descriptor the list replaced: nothing changed"
+else
+	rt_showerr "$T_TMP/gcc.err"
+	ok 1 "posix_spawn file actions: test program builds"
 fi
 
 # Writing into a fifo changes the fifo's mtime; opening a fifo is not a capture, so the

@@ -1581,6 +1581,110 @@ static int c_posix_spawn_file_actions_addopen(int argc, char **argv)
 	return r ? r : wait_child(pid);
 }
 
+/* A list made with posix_spawn_file_actions_init (the wrapped call), its actions, a
+ * posix_spawn of PROG with it, destroyed (the wrapped call) and the child waited for. */
+static int spawn_with(posix_spawn_file_actions_t *fa, char **cmd)
+{
+	pid_t pid;
+	int r = posix_spawn(&pid, cmd[0], fa, NULL, cmd + 1, environ);
+	posix_spawn_file_actions_destroy(fa);
+	return r ? r : wait_child(pid);
+}
+
+/* addopen FD PATH FLAGS MODE onto fa (a relative PATH lands where the list is then). */
+static int add_open(posix_spawn_file_actions_t *fa, char **argv)
+{
+	NUM(fd, argv[0]);
+	NUM(fl, argv[2]);
+	MODE(m, argv[3]);
+	return posix_spawn_file_actions_addopen(fa, (int)fd, argv[1], (int)fl, m);
+}
+
+/* posix_spawn_file_actions_addchdir_np DIR FD PATH FLAGS MODE PROG ARG0 [ARG...]: the
+ * child goes to DIR, then opens PATH (relative: in DIR) onto FD, then runs PROG. */
+static int c_posix_spawn_file_actions_addchdir_np(int argc, char **argv)
+{
+	(void)argc;
+	posix_spawn_file_actions_t fa;
+	int r = posix_spawn_file_actions_init(&fa);
+	if (!r)
+		r = posix_spawn_file_actions_addchdir_np(&fa, argv[0]);
+	if (!r)
+		r = add_open(&fa, argv + 1);
+	return r ? r : spawn_with(&fa, argv + 5);
+}
+
+/* posix_spawn_file_actions_addfchdir_np DIR FD PATH FLAGS MODE PROG ARG0 [ARG...]: the
+ * same through a descriptor of DIR opened here (with a raw system call). */
+static int c_posix_spawn_file_actions_addfchdir_np(int argc, char **argv)
+{
+	(void)argc;
+	RAWFD(dfd, argv[0], O_RDONLY | O_DIRECTORY);
+	posix_spawn_file_actions_t fa;
+	int r = posix_spawn_file_actions_init(&fa);
+	if (!r)
+		r = posix_spawn_file_actions_addfchdir_np(&fa, dfd);
+	if (!r)
+		r = add_open(&fa, argv + 1);
+	return r ? r : spawn_with(&fa, argv + 5);
+}
+
+/* posix_spawn_file_actions_adddup2 FD PATH FLAGS MODE NEWFD PROG ARG0 [ARG...]: PATH
+ * opened onto FD, then FD duplicated onto NEWFD, in the child. */
+static int c_posix_spawn_file_actions_adddup2(int argc, char **argv)
+{
+	(void)argc;
+	NUM(nfd, argv[4]);
+	NUM(fd, argv[0]);
+	posix_spawn_file_actions_t fa;
+	int r = posix_spawn_file_actions_init(&fa);
+	if (!r)
+		r = add_open(&fa, argv);
+	if (!r)
+		r = posix_spawn_file_actions_adddup2(&fa, (int)fd, (int)nfd);
+	return r ? r : spawn_with(&fa, argv + 5);
+}
+
+/* posix_spawn_file_actions_init DIR FD PATH FLAGS MODE PROG ARG0 [ARG...]: a list that
+ * goes to DIR is left without being destroyed (its actions leak), and a new one is made
+ * at its address with init: PATH (relative) then lands in the current directory, not
+ * in DIR. */
+static int c_posix_spawn_file_actions_init(int argc, char **argv)
+{
+	(void)argc;
+	posix_spawn_file_actions_t fa;
+	int r = posix_spawn_file_actions_init(&fa);
+	if (!r)
+		r = posix_spawn_file_actions_addchdir_np(&fa, argv[0]);
+	if (r)
+		return r;
+	r = posix_spawn_file_actions_init(&fa);
+	if (!r)
+		r = add_open(&fa, argv + 1);
+	return r ? r : spawn_with(&fa, argv + 5);
+}
+
+/* posix_spawn_file_actions_destroy DIR FD PATH FLAGS MODE PROG ARG0 [ARG...]: a list
+ * that goes to DIR, destroyed; then a list at the same address, made by copying an
+ * empty list in (no init): PATH (relative) lands in the current directory. */
+static int c_posix_spawn_file_actions_destroy(int argc, char **argv)
+{
+	(void)argc;
+	posix_spawn_file_actions_t fa, empty;
+	memset(&empty, 0, sizeof empty);
+	int r = posix_spawn_file_actions_init(&fa);
+	if (!r)
+		r = posix_spawn_file_actions_addchdir_np(&fa, argv[0]);
+	if (r)
+		return r;
+	r = posix_spawn_file_actions_destroy(&fa);
+	if (r)
+		return r;
+	fa = empty; /* what init makes in glibc: nothing allocated, nothing used */
+	r = add_open(&fa, argv + 1);
+	return r ? r : spawn_with(&fa, argv + 5);
+}
+
 /* _exit PATH / _Exit PATH: creates PATH (its RESULT still held back by the shim, see
  * journal/run.h) and ends the process at once, skipping exit()'s destructors: the
  * wrapper must write the RESULT first. */
@@ -1869,6 +1973,16 @@ static const struct call {
 	{"posix_spawnp", c_posix_spawnp, 2, "FILE ARG0 [ARG...]"},
 	{"posix_spawn_file_actions_addopen", c_posix_spawn_file_actions_addopen, 6,
 	 "FD PATH FLAGS MODE PROG ARG0 [ARG...]"},
+	{"posix_spawn_file_actions_adddup2", c_posix_spawn_file_actions_adddup2, 7,
+	 "FD PATH FLAGS MODE NEWFD PROG ARG0 [ARG...]"},
+	{"posix_spawn_file_actions_addchdir_np", c_posix_spawn_file_actions_addchdir_np, 7,
+	 "DIR FD PATH FLAGS MODE PROG ARG0 [ARG...]"},
+	{"posix_spawn_file_actions_addfchdir_np", c_posix_spawn_file_actions_addfchdir_np, 7,
+	 "DIR FD PATH FLAGS MODE PROG ARG0 [ARG...]"},
+	{"posix_spawn_file_actions_init", c_posix_spawn_file_actions_init, 7,
+	 "DIR FD PATH FLAGS MODE PROG ARG0 [ARG...]"},
+	{"posix_spawn_file_actions_destroy", c_posix_spawn_file_actions_destroy, 7,
+	 "DIR FD PATH FLAGS MODE PROG ARG0 [ARG...]"},
 	{"system", c_system, 1, "CMD"},
 	{"_exit", c__exit, 1, "PATH"},
 	{"_Exit", c__Exit, 1, "PATH"},
