@@ -350,7 +350,8 @@ void bbx_fdid_set(int fd, uint64_t dev, uint64_t ino)
 	fdid_store(fd, dev, ino);
 }
 
-int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino)
+/* The mark of fd, whatever its kind: 1 and (dev with its flags, ino), or 0. */
+static int fdid_load(int fd, uint64_t *dev, uint64_t *ino)
 {
 	if (fd < 0 || fd >= __atomic_load_n(&fdid_hi, __ATOMIC_RELAXED))
 		return 0;
@@ -361,6 +362,17 @@ int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino)
 	*ino = __atomic_load_n(&fdid[fd].ino, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	return *ino && __atomic_load_n(&fdid[fd].seq, __ATOMIC_RELAXED) == s;
+}
+
+int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino)
+{
+	return fdid_load(fd, dev, ino) && !(*dev & BBX_FDID_READ);
+}
+
+int bbx_fdid_read_ok(int fd)
+{
+	uint64_t dev, ino;
+	return fdid_load(fd, &dev, &ino) && (dev & BBX_FDID_READ);
 }
 
 void bbx_fdid_copy(int from, int to)

@@ -155,9 +155,17 @@ int bbx_path_cwd(char *out, size_t cap);
  * bbx_cap_meta.)  Unlike a creation mark it is trusted only after an fstat of the
  * descriptor finds that very inode, still kept whole. */
 #define BBX_FDID_KEPT (1ull << 63)
+/* A third kind, flagged in dev too: a directory descriptor an open returned that passed
+ * the deny_read check by its identity then (shim/policy.c, bbx_read_post).  fdopendir
+ * of it needs no second check (rm -r, find, grep -r: openat then fdopendir of every
+ * directory).  closedir, which closes the descriptor inside libc, forgets it first
+ * (shim/read.c).  bbx_fdid_get does not report it; bbx_fdid_read_ok does. */
+#define BBX_FDID_READ (1ull << 62)
 void bbx_fdid_set(int fd, uint64_t dev, uint64_t ino);
-/* 1 and (dev, ino) when fd carries a mark, else 0. */
+/* 1 and (dev, ino) when fd carries a creation or kept mark, else 0. */
 int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino);
+/* 1 when fd carries a deny_read mark (BBX_FDID_READ). */
+int bbx_fdid_read_ok(int fd);
 /* The mark of from, if any, given to to as well (dup2, dup3: the same open file). */
 void bbx_fdid_copy(int from, int to);
 /* Forgets the marks of descriptors lo..hi (inclusive).  A load and a compare when

@@ -29,21 +29,9 @@
 
 extern char **environ;
 
-/* The real functions' slots are BBX_HOT (journal/hot.h), but for those few programs
- * call: posix_spawn's file actions, whose slots spawnfa.c defines in plain .bss.  The
- * loader's data page has no room to spare (t-layout: the start-up arena's head must
- * stay in it).  BBX_COLD_name is defined for each of those; BBX_SLOT picks by whether
- * it is (a declaration for them, a definition for the others). */
-#define BBX_COLD_posix_spawn_file_actions_init ,
-#define BBX_COLD_posix_spawn_file_actions_destroy ,
-#define BBX_COLD_posix_spawn_file_actions_addopen ,
-#define BBX_COLD_posix_spawn_file_actions_adddup2 ,
-#define BBX_COLD_posix_spawn_file_actions_addchdir_np ,
-#define BBX_COLD_posix_spawn_file_actions_addfchdir_np ,
-#define BBX_PICK_(a, b, ...) b
-#define BBX_PICK(...) BBX_PICK_(__VA_ARGS__)
-#define BBX_SLOT(name) BBX_PICK(BBX_COLD_##name extern, BBX_HOT, ~)
-#define BBX_WRAP(name, ret, params) BBX_SLOT(name) ret(*bbx_real_##name) params;
+/* The real functions' slots: BBX_HOT (journal/hot.h), but for the few that shim.h
+ * names cold (BBX_COLD_), which slots.c defines in plain .bss. */
+#define BBX_WRAP(name, ret, params) BBX_IF_COLD(name, extern, BBX_HOT) ret(*bbx_real_##name) params;
 #include "wrappers.def"
 #undef BBX_WRAP
 

@@ -3,7 +3,7 @@
 pkglib_LTLIBRARIES += shim/libbbxshim.la
 shim_libbbxshim_la_SOURCES = \
 	shim/shim.h shim/wrappers.def \
-	shim/init.c shim/env.c \
+	shim/init.c shim/slots.c shim/env.c \
 	shim/policy.c shim/read.c shim/syscall.c shim/open.c shim/tmp.c shim/names.c shim/size.c shim/meta.c \
 	shim/exec.c shim/spawnfa.c shim/net.c shim/proc.c shim/fd.c shim/preserve.c \
 	$(NULL)

@@ -894,7 +894,8 @@ int bbx_read_post(const char *op, const char *path, int fd, const struct stat *s
 	if (!p || !p->n_deny_read)
 		return 0;
 	struct stat own;
-	if (!sb) {
+	int by_fd = !sb;
+	if (by_fd) {
 		if (fstat(fd, &own) < 0)
 			return 0;
 		sb = &own;
@@ -913,5 +914,9 @@ int bbx_read_post(const char *op, const char *path, int fd, const struct stat *s
 						      NULL, &v);
 		}
 	}
+	/* A directory's descriptor that passed: its fdopendir needs no second check
+	 * (capture.h, BBX_FDID_READ). */
+	if (by_fd && S_ISDIR(own.st_mode))
+		bbx_fdid_set(fd, (uint64_t)own.st_dev | BBX_FDID_READ, own.st_ino);
 	return 0;
 }

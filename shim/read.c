@@ -197,10 +197,14 @@ BBX_EXPORT DIR *opendir(const char *path)
 	return dir_checked("opendir", path, d, saved, e);
 }
 
+/* A descriptor an open of this process returned, checked then (its mark: capture.h,
+ * BBX_FDID_READ), is not checked again: gnulib's fts (rm -r, find, grep -r, chmod -R)
+ * opens each directory and then lists it through fdopendir.  Any other descriptor (one
+ * inherited, received, or opened by a raw system call) is checked by its identity. */
 BBX_EXPORT DIR *fdopendir(int fd)
 {
 	int saved;
-	if (!bbx_reads_checked() || !bbx_enter(&saved))
+	if (!bbx_reads_checked() || bbx_fdid_read_ok(fd) || !bbx_enter(&saved))
 		return BBX_REAL(fdopendir)(fd);
 	int rc = bbx_read_post("fdopendir", NULL, fd, NULL);
 	if (rc) {
@@ -209,4 +213,18 @@ BBX_EXPORT DIR *fdopendir(int fd)
 	}
 	bbx_leave(saved);
 	return BBX_REAL(fdopendir)(fd);
+}
+
+/* closedir closes its descriptor inside libc, where no close wrapper sees it: the
+ * descriptor's mark goes first, as close's does (fd.c), so that the number, reused,
+ * carries none. */
+BBX_EXPORT int closedir(DIR *d)
+{
+	DIR *wd = d;
+	__asm__("" : "+r"(wd)); /* nonnull in the prototype, NULL in the wild */
+	if (wd) {
+		int fd = dirfd(wd);
+		bbx_fdid_forget(fd, fd);
+	}
+	return BBX_REAL(closedir)(d);
 }

@@ -56,6 +56,32 @@ int __fxstatat64(int, int, const char *, struct stat64 *, int);
 #include "wrappers.def"
 #undef BBX_WRAP
 
+/* The real functions' slots live in the data segment's file-backed page, which the
+ * loader has written anyway (BBX_HOT, journal/hot.h; init.c), but for those few programs
+ * call, named here: slots.c defines them in .bss.  That page has no room to spare
+ * (t-layout: the start-up arena's head must stay in it).  BBX_IF_COLD(name, a, b) is a
+ * when BBX_COLD_name is defined (as a comma), else b. */
+#define BBX_COLD_posix_spawn_file_actions_init ,
+#define BBX_COLD_posix_spawn_file_actions_destroy ,
+#define BBX_COLD_posix_spawn_file_actions_addopen ,
+#define BBX_COLD_posix_spawn_file_actions_adddup2 ,
+#define BBX_COLD_posix_spawn_file_actions_addchdir_np ,
+#define BBX_COLD_posix_spawn_file_actions_addfchdir_np ,
+#define BBX_COLD_closedir ,
+#define BBX_COLD_gethostbyname ,
+#define BBX_COLD_gethostbyname2 ,
+#define BBX_COLD_gethostbyname_r ,
+#define BBX_COLD_gethostbyname2_r ,
+#define BBX_COLD___xstat ,
+#define BBX_COLD___xstat64 ,
+#define BBX_COLD___lxstat ,
+#define BBX_COLD___lxstat64 ,
+#define BBX_COLD___fxstatat ,
+#define BBX_COLD___fxstatat64 ,
+#define BBX_PICK_(x, a, b, ...) b
+#define BBX_PICK(...) BBX_PICK_(__VA_ARGS__)
+#define BBX_IF_COLD(name, a, b) BBX_PICK(BBX_COLD_##name ~, a, b, ~)
+
 enum {
 #define BBX_WRAP(name, ret, params) BBX_IDX_##name,
 #include "wrappers.def"

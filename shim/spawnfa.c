@@ -47,16 +47,6 @@ static int fa_lock;
  * replaced any descriptor (addfchdir_np takes that as unknown). */
 static unsigned fa_lost;
 
-/* The real functions, here in .bss rather than in the loader's data page with the
- * others (init.c, BBX_COLD_): few programs call them. */
-int (*bbx_real_posix_spawn_file_actions_init)(posix_spawn_file_actions_t *);
-int (*bbx_real_posix_spawn_file_actions_destroy)(posix_spawn_file_actions_t *);
-int (*bbx_real_posix_spawn_file_actions_addopen)(posix_spawn_file_actions_t *, int,
-						 const char *, int, mode_t);
-int (*bbx_real_posix_spawn_file_actions_adddup2)(posix_spawn_file_actions_t *, int, int);
-int (*bbx_real_posix_spawn_file_actions_addchdir_np)(posix_spawn_file_actions_t *,
-						     const char *);
-int (*bbx_real_posix_spawn_file_actions_addfchdir_np)(posix_spawn_file_actions_t *, int);
 
 static void lock(void)
 {

@@ -45,6 +45,15 @@ if op == "dirmeta":
     os.mkdir("m")
     for i in range(n):
         os.mkdir("m/d%d" % i)
+if op == "dirlist":
+    # rm -r, find, grep -r (gnulib's fts): open a directory, then fdopendir and closedir
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)  # the shim's fdopendir and closedir
+    libc.fdopendir.restype = ctypes.c_void_p
+    libc.closedir.argtypes = [ctypes.c_void_p]
+    os.mkdir("m")
+    for i in range(n):
+        os.mkdir("m/d%d" % i)
 if op == "mkstemp":
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)  # the shim's mkstemp: it is preloaded
@@ -126,6 +135,10 @@ for i in range(n):
             os.open("nodir%d/f" % i, os.O_WRONLY | os.O_CREAT, 0o644)
         except FileNotFoundError:
             pass
+    elif op == "dirlist":
+        d = libc.fdopendir(os.open("m/d%d" % i, os.O_RDONLY | os.O_DIRECTORY))
+        if not d or libc.closedir(d):
+            sys.exit("fdopendir/closedir: errno %d" % ctypes.get_errno())
     elif op == "stat":
         os.stat("warm")
     elif op == "read":

@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=78
+PLAN=80
 plan $PLAN
 
 N=100
@@ -219,6 +219,10 @@ budget statabs 0 0 "nothing (the read filter: shim.h, bbx_rfilt)"
 budget readabs 0 0 "nothing (openat2 instead of openat)"
 budget read 100 0 "fstat of the descriptor (deny_read by identity)"
 budget readsym 200 0 "openat2 refused (ELOOP), then fstat of the descriptor"
+# A directory opened by a relative name and listed (gnulib's fts: rm -r, find, grep -r):
+# the open's identity check marks the descriptor, and its fdopendir needs no second one
+# (capture.h, BBX_FDID_READ; it was 2 per directory).
+budget dirlist 100 0 "fstat of the descriptor at the open; fdopendir and closedir add nothing"
 # The slot pages' madvise (above) happens at all: the mutating cases' lookups reach pages
 # of the slot table, each mapped writable in one call (journal/state.c, slot_page_ready).
 [ "$SUMPOPS" -ge 1 ]; ok $? "the state's slot pages mapped by madvise, not faulted in ($SUMPOPS calls over the cases)"

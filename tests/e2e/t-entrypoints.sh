@@ -441,7 +441,8 @@ cases() {
 
 cases
 COVERED[fdopendir]=1 # below: needs a descriptor opened outside the run
-plan $((NCASES * 4 + NRCASES * 3 + NNCASES * 2 + 5 + 8))
+COVERED[closedir]=1  # below: a descriptor it closed, reused where no wrapper sees
+plan $((NCASES * 4 + NRCASES * 3 + NNCASES * 2 + 5 + 8 + 3))
 
 # ---- the lists agree ------------------------------------------------------------------
 sort -u <(printf '%s\n' "${NAMES[@]}") >"$T_TMP/def"
@@ -493,6 +494,23 @@ ok $? "fdopendir: inherited descriptor of a denied directory: refused with EACCE
 ok $? "fdopendir: nothing revealed"
 bbx-log --records "$J" 2>&1 | grep -qE '^[0-9]+ [^ ]+ [0-9]+ DENY fdopendir( |$)'
 ok $? "fdopendir: DENY record"
+
+# closedir: a directory opened (a wrapped open: checked, its fdopendir then needs no
+# second check, capture.h BBX_FDID_READ), listed and closed with closedir; the denied
+# directory opened at the same number by a raw system call: its fdopendir is checked
+# again (closedir forgot the number's mark) and refused.
+J="$T_TMP/j.closedir"
+bbx-run --policy "$T_TMP/deny.ini" --journal "$J" -- "$CW" closedir "$W/e" "$W/d" \
+	>"$T_TMP/cd.out" 2>"$T_TMP/cd.err"
+rc=$?
+[ $rc -ne 0 ] && grep -q 'Permission denied' "$T_TMP/cd.err"
+rc=$?
+[ $rc -ne 0 ] && { diag_file "$T_TMP/cd.out"; diag_file "$T_TMP/cd.err"; }
+ok $rc "closedir: a denied directory at the number closedir freed: fdopendir refused with EACCES"
+! grep -q inner "$T_TMP/cd.out"
+ok $? "closedir: nothing revealed"
+bbx-log --records "$J" 2>&1 | grep -qE '^[0-9]+ [^ ]+ [0-9]+ DENY fdopendir( |$)'
+ok $? "closedir: DENY record of the fdopendir"
 
 # syscall(SYS_openat2) and syscall(SYS_newfstatat) of a denied file: decided like their
 # libc wrappers (glibc has no openat2); openat2 with RESOLVE_* flags answers ENOSYS.

@@ -1083,6 +1083,30 @@ static int c_fdopendir(int argc, char **argv)
 	NUM(fd, argv[0]);
 	return list_dir(fdopendir((int)fd));
 }
+/* closedir DIR1 DIR2: DIR1 opened (a wrapped open), listed through fdopendir and closed
+ * with closedir (the wrapped call); then DIR2 opened at the same number with a raw
+ * system call, which no wrapper sees, and listed through fdopendir.  Fails if the
+ * number was not reused. */
+static int c_closedir(int argc, char **argv)
+{
+	(void)argc;
+	int fd = open(argv[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	DIR *d = fdopendir(fd);
+	if (!d)
+		return errno;
+	if (closedir(d))
+		return errno;
+	int fd2 = (int)raw_openat(AT_FDCWD, argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd2 < 0)
+		return errno;
+	if (fd2 != fd) {
+		fprintf(stderr, "%s: %s: %s opened at %d, not at %d\n", prog, cur, argv[1], fd2, fd);
+		return FAILED;
+	}
+	return list_dir(fdopendir(fd2));
+}
 /* syscall NAME [ARGS]: unlink PATH | mkdir PATH MODE | rename FROM TO | io_uring_setup |
  * getpid (a number passed through) */
 static int syscall_close_scenario(char **argv);
@@ -1936,6 +1960,7 @@ static const struct call {
 	{"readlinkat", c_readlinkat, 2, "DIR PATH"},
 	{"opendir", c_opendir, 1, "PATH"},
 	{"fdopendir", c_fdopendir, 1, "FD"},
+	{"closedir", c_closedir, 2, "DIR1 DIR2"},
 	{"syscall", c_syscall, 1,
 	 "unlink PATH | mkdir PATH MODE | rename FROM TO | io_uring_setup | getpid | openat2 PATH [resolve] | newfstatat PATH"},
 	{"fcntl64", c_fcntl64, 2, "FILE TEXT"},
