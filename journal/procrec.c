@@ -278,5 +278,7 @@ int bbx_cap_spawned(struct bbx_run *run, const char *op, uint64_t seq, long pid)
 	bbx_enc_u32(&e, BBX_T_ERR, 0);
 	if (pid > 0)
 		bbx_enc_u64(&e, BBX_T_PID, (uint64_t)pid);
-	return bbx_run_emit(run, &e, bbx_state_next_seq(run->st));
+	/* Held back like any RESULT (run.h): it goes out with the spawner's next record,
+	 * most often the EXIT of the child it reaps, in the same write(2). */
+	return bbx_run_emit_later(run, &e, bbx_state_next_seq(run->st));
 }

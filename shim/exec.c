@@ -331,17 +331,24 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 }
 
 /* Records the exec (argv and the environment the program passes, both redacted);
- * returns its seq (0 if nothing was recorded) or -errno to refuse. */
+ * returns its seq (0 if nothing was recorded) or -errno to refuse.  spawner: the call
+ * starts the program in a child of its own (posix_spawn, system, popen), so this is the
+ * process itself, never a vfork child. */
 static long record_exec_in(const char *op, const char *exe, const char *cwd,
-			   char *const argv[], char *const envp[])
+			   char *const argv[], char *const envp[], int spawner)
 {
 	/* Possibly in a vfork child: the header's ids are asked afresh, not taken from
-	 * (nor left in) the parent's cache; reset before the exec, which never returns. */
-	bbx_run_fresh_ids = 1;
+	 * (nor left in) the parent's cache; reset before the exec, which never returns.
+	 * A spawner's own ids and the vDSO's clocks serve (3 system calls a spawn). */
+	bbx_run_fresh_ids = !spawner;
 	/* The run first (opened on a process's first record anyway): exec_policy then
 	 * finds the run's program table. */
 	int urc = bbx_usable();
-	if (!urc && bbx_run.st)
+	/* The state file's head page, which a record writes: mapped in one call in a fork
+	 * child, which inherited no page table entry for it.  A process that opened the run
+	 * mapped it then (bbx_state_map), and a vfork child shares its parent's page
+	 * tables: one madvise a spawn saved in a make or an agent spawning commands. */
+	if (!urc && bbx_run.st && __atomic_load_n(&bbx_child_fresh, __ATOMIC_RELAXED))
 		bbx_state_prefault(bbx_run.st); /* a record follows, written or refused */
 	int prc = exec_policy(op, exe, argv);
 	if (prc || urc) {
@@ -359,7 +366,7 @@ static long record_exec_in(const char *op, const char *exe, const char *cwd,
 static long record_exec(const char *op, const char *exe, char *const argv[],
 			char *const envp[])
 {
-	return record_exec_in(op, exe, NULL, argv, envp);
+	return record_exec_in(op, exe, NULL, argv, envp, 0);
 }
 
 static void record_failure(const char *op, long seq, int err)
@@ -579,7 +586,7 @@ static int do_spawn(const char *op, int use_path, pid_t *pid, const char *file,
 		    bbx_spawn_prog(fa, file, prog) == 0)
 			exe = prog;
 	}
-	long seq = record_exec_in(op, exe, cwd, argv, envp);
+	long seq = record_exec_in(op, exe, cwd, argv, envp, 1);
 	if (seq < 0) {
 		bbx_leave(saved);
 		return (int)-seq; /* posix_spawn reports errors by return value */
@@ -652,7 +659,7 @@ BBX_EXPORT int system(const char *cmd)
 	if (!bbx_enter(&saved))
 		return BBX_REAL(system)(cmd);
 	char *argv[] = {"sh", "-c", (char *)cmd, NULL};
-	long seq = cmd ? record_exec("system", "/bin/sh", argv, environ) : 0;
+	long seq = cmd ? record_exec_in("system", "/bin/sh", NULL, argv, environ, 1) : 0;
 	if (seq < 0)
 		return bbx_refuse((int)seq);
 	struct env_swap w;
@@ -679,7 +686,7 @@ BBX_EXPORT FILE *popen(const char *cmd, const char *mode)
 	if (!bbx_enter(&saved))
 		return BBX_REAL(popen)(cmd, mode);
 	char *argv[] = {"sh", "-c", (char *)cmd, NULL};
-	long seq = record_exec("popen", "/bin/sh", argv, environ);
+	long seq = record_exec_in("popen", "/bin/sh", NULL, argv, environ, 1);
 	if (seq < 0) {
 		bbx_refuse((int)seq);
 		return NULL;

@@ -139,6 +139,9 @@ for i in range(n):
         d = libc.fdopendir(os.open("m/d%d" % i, os.O_RDONLY | os.O_DIRECTORY))
         if not d or libc.closedir(d):
             sys.exit("fdopendir/closedir: errno %d" % ctypes.get_errno())
+    elif op == "spawn":
+        pid = os.posix_spawn("/bin/true", ["true"], os.environ)
+        os.waitpid(pid, 0)
     elif op == "stat":
         os.stat("warm")
     elif op == "read":
