@@ -16,6 +16,8 @@
 #   finddel    find -name '*.md' -delete
 #   gitswitch  git switch between two commits 300 files apart, and back
 #   patch      patch -p1 of a 300-file diff
+#   scan       find -name '*.json' and grep -r of the tree: read-only traversals (an
+#              open, an fdopendir and a listing of every directory; grep opens every file)
 # Usage: bench/more.sh [ROUNDS]   (BENCH_MORE: which of them, default all, in this order)
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-$ROUNDS}
@@ -37,7 +39,7 @@ mkrepo() {
 	find "$W/tpl/repo" -path "$W/tpl/repo/.git" -prune -o -exec touch -h -d '2024-01-02 03:04:05' {} +
 }
 teardown() { discard "$WD"; }
-for w in ${BENCH_MORE:-cpr cpaover tarover touch chmod rmold finddel gitswitch patch}; do
+for w in ${BENCH_MORE:-cpr cpaover tarover touch chmod rmold finddel gitswitch patch scan}; do
 	case $w in
 	cpr) setup() { mkdir -p "$WD" && cp -a "$W/tpl/t" "$WD/t"; }
 	     bench cpr cp -r t copy ;;
@@ -59,6 +61,8 @@ for w in ${BENCH_MORE:-cpr cpaover tarover touch chmod rmold finddel gitswitch p
 	patch) mkrepo
 	     setup() { mkdir -p "$WD" && cp -a "$W/tpl/repo" "$WD/repo"; }
 	     bench patch sh -c "patch -s -p1 -d repo <'$W/d.patch'" ;;
+	scan) setup() { mkdir -p "$WD" && cp -a "$W/tpl/t" "$WD/t"; }
+	     bench scan sh -c "find t -name '*.json' >/dev/null && ! grep -rq 'no such text, anywhere' t" ;;
 	*) echo "more: unknown workload $w" >&2; exit 2 ;;
 	esac
 	table "$w"
