@@ -583,7 +583,7 @@ static int do_spawn(const char *op, int use_path, pid_t *pid, const char *file,
 	if (bbx_spawn_dir(fa, dir, sizeof dir) == BBX_SPAWN_DIR) {
 		cwd = dir;
 		if (file[0] != '/' && (!use_path || has_slash(file)) &&
-		    bbx_spawn_prog(fa, file, prog) == 0)
+		    bbx_spawn_abs(fa, file, prog) == 0)
 			exe = prog;
 	}
 	long seq = record_exec_in(op, exe, cwd, argv, envp, 1);

@@ -505,10 +505,10 @@ static inline int bbx_rf_ino(uint64_t ino)
  * runs, BBX_SPAWN_CWD (this process's working directory), BBX_SPAWN_DIR (its absolute
  * name copied into dir) or BBX_SPAWN_UNKNOWN; and name resolved against it, made
  * absolute in out (PATH_MAX): 0, -EACCES (unknown) or another -errno.  Guard held for
- * bbx_spawn_prog. */
+ * bbx_spawn_abs. */
 enum { BBX_SPAWN_CWD, BBX_SPAWN_DIR, BBX_SPAWN_UNKNOWN };
 int bbx_spawn_dir(const posix_spawn_file_actions_t *fa, char *dir, size_t cap);
-int bbx_spawn_prog(const posix_spawn_file_actions_t *fa, const char *name, char *out);
+int bbx_spawn_abs(const posix_spawn_file_actions_t *fa, const char *name, char *out);
 
 /* exec support (env.c) */
 #define BBX_ENV_EXTRA 4

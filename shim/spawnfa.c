@@ -117,9 +117,7 @@ int bbx_spawn_dir(const posix_spawn_file_actions_t *fa, char *dir, size_t cap)
 	return w;
 }
 
-/* name relative to the directory fa's list will be in, made absolute in out (cap
- * PATH_MAX): 0, -EACCES when that directory is unknown, or another -errno. */
-static int spawn_abs(const posix_spawn_file_actions_t *fa, const char *name, char *out)
+int bbx_spawn_abs(const posix_spawn_file_actions_t *fa, const char *name, char *out)
 {
 	if (name[0] == '/')
 		return bbx_path_abs(AT_FDCWD, name, out, PATH_MAX);
@@ -136,11 +134,6 @@ static int spawn_abs(const posix_spawn_file_actions_t *fa, const char *name, cha
 	default:
 		return bbx_path_abs(AT_FDCWD, name, out, PATH_MAX);
 	}
-}
-
-int bbx_spawn_prog(const posix_spawn_file_actions_t *fa, const char *name, char *out)
-{
-	return spawn_abs(fa, name, out);
 }
 
 BBX_EXPORT int posix_spawn_file_actions_init(posix_spawn_file_actions_t *fa)
@@ -180,13 +173,13 @@ BBX_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, 
 		struct bbx_pending pend = {0};
 		rc = bbx_usable();
 		if (!rc)
-			rc = spawn_abs(fa, path, bbx_tp.a);
+			rc = bbx_spawn_abs(fa, path, bbx_tp.a);
 		if (!rc)
 			rc = bbx_cap_open(&bbx_run, "posix_spawn_file_actions_addopen", bbx_tp.a,
 					  oflag, mode, bbx_tp.b, &pend);
 		/* The creation happens later in the child; no RESULT can be written, so
 		 * undo falls back to the birth-time check for this name. */
-	} else if (bbx_reads_policed() && spawn_abs(fa, path, bbx_tp.a) == 0) {
+	} else if (bbx_reads_policed() && bbx_spawn_abs(fa, path, bbx_tp.a) == 0) {
 		rc = spawn_read_check(bbx_tp.a);
 	}
 	if (rc) {
@@ -245,7 +238,7 @@ BBX_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *
 		return 0;
 	}
 	char dir[PATH_MAX];
-	int rc = spawn_abs(fa, path, dir);
+	int rc = bbx_spawn_abs(fa, path, dir);
 	moved(fa, rc ? FA_UNKNOWN : FA_DIR, dir);
 	bbx_leave(saved);
 	return 0;
