@@ -479,21 +479,31 @@ ok $? "libbbxshim.so exports exactly the wrappers.def names"
 MODE=run
 cases
 
+# listing_refused NAME LABEL RC J: a listing of the denied directory d refused (exit RC,
+# "Permission denied" on $T_TMP/ls.err), nothing of it on $T_TMP/ls.out, and the DENY
+# record of fdopendir in J.  Three TAP lines.
+listing_refused() {
+	local rc=$3
+	[ "$rc" -ne 0 ] && grep -q 'Permission denied' "$T_TMP/ls.err"
+	rc=$?
+	[ $rc -ne 0 ] && { diag_file "$T_TMP/ls.out"; diag_file "$T_TMP/ls.err"; }
+	ok $rc "$1: $2: refused with EACCES"
+	! grep -q inner "$T_TMP/ls.out"
+	ok $? "$1: $2: nothing revealed"
+	bbx-log --records "$4" 2>&1 | grep -qE '^[0-9]+ [^ ]+ [0-9]+ DENY fdopendir( |$)'
+	ok $? "$1: $2: DENY record of the fdopendir"
+}
+
 # fdopendir of a denied directory's descriptor inherited from outside the run (opened
 # before bbx-run, so no wrapped open saw it): refused by the descriptor's identity.
 mk_ws
 printf '[paths]\nwrite = %s\ndeny_read = %s/d\n' "$W" "$W" >"$T_TMP/deny.ini"
 J="$T_TMP/j.fdopendir"
 exec 7<"$W/d"
-bbx-run --policy "$T_TMP/deny.ini" --journal "$J" -- "$CW" fdopendir 7 >"$T_TMP/fd.out" 2>"$T_TMP/fd.err"
+bbx-run --policy "$T_TMP/deny.ini" --journal "$J" -- "$CW" fdopendir 7 >"$T_TMP/ls.out" 2>"$T_TMP/ls.err"
 rc=$?
 exec 7<&-
-[ $rc -ne 0 ] && grep -q 'Permission denied' "$T_TMP/fd.err"
-ok $? "fdopendir: inherited descriptor of a denied directory: refused with EACCES"
-! grep -q inner "$T_TMP/fd.out"
-ok $? "fdopendir: nothing revealed"
-bbx-log --records "$J" 2>&1 | grep -qE '^[0-9]+ [^ ]+ [0-9]+ DENY fdopendir( |$)'
-ok $? "fdopendir: DENY record"
+listing_refused fdopendir "inherited descriptor of a denied directory" $rc "$J"
 
 # closedir: a directory opened (a wrapped open: checked, its fdopendir then needs no
 # second check, capture.h BBX_FDID_READ), listed and closed with closedir; the denied
@@ -501,16 +511,8 @@ ok $? "fdopendir: DENY record"
 # again (closedir forgot the number's mark) and refused.
 J="$T_TMP/j.closedir"
 bbx-run --policy "$T_TMP/deny.ini" --journal "$J" -- "$CW" closedir "$W/e" "$W/d" \
-	>"$T_TMP/cd.out" 2>"$T_TMP/cd.err"
-rc=$?
-[ $rc -ne 0 ] && grep -q 'Permission denied' "$T_TMP/cd.err"
-rc=$?
-[ $rc -ne 0 ] && { diag_file "$T_TMP/cd.out"; diag_file "$T_TMP/cd.err"; }
-ok $rc "closedir: a denied directory at the number closedir freed: fdopendir refused with EACCES"
-! grep -q inner "$T_TMP/cd.out"
-ok $? "closedir: nothing revealed"
-bbx-log --records "$J" 2>&1 | grep -qE '^[0-9]+ [^ ]+ [0-9]+ DENY fdopendir( |$)'
-ok $? "closedir: DENY record of the fdopendir"
+	>"$T_TMP/ls.out" 2>"$T_TMP/ls.err"
+listing_refused closedir "a denied directory at the number closedir freed" $? "$J"
 
 # syscall(SYS_openat2) and syscall(SYS_newfstatat) of a denied file: decided like their
 # libc wrappers (glibc has no openat2); openat2 with RESOLVE_* flags answers ENOSYS.
