@@ -16,7 +16,9 @@
  * in.  addfchdir_np takes the directory its descriptor names now, in this process -
  * unless an earlier open or dup2 of the same list puts another file at that number in
  * the child; the directory is then unknown, and a relative addopen that can change a
- * file is refused (EACCES): the shim cannot tell which file the child will change.
+ * file is refused (EACCES, one line on stderr says why): the shim cannot tell which
+ * file the child will change.  So is a read-only one under a policy with deny_read
+ * paths, which could not be checked.
  *
  * Entries are few (one per list alive with a chdir, open or dup2 action) and live in a
  * fixed table; a list that finds it full is told ENOMEM by addchdir_np and
@@ -27,7 +29,9 @@
 #include "journal/sys.h"
 
 #include <spawn.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FA_LISTS 16
 
@@ -161,27 +165,46 @@ static int spawn_read_check(const char *abs)
 	return rc;
 }
 
+/* The one line that says why a relative addopen was refused (EACCES): the directory the
+ * child will be in is unknown (the file comment).  A cold path: stdio is fine here. */
+static void unknown_dir(const char *path)
+{
+	char line[PATH_MAX + 200];
+	int n = snprintf(line, sizeof line,
+			 "bbx: refused posix_spawn_file_actions_addopen of %s: the child's "
+			 "directory is unknown (addfchdir_np onto a descriptor this list "
+			 "replaced)\n",
+			 path);
+	if (n > 0)
+		(void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
 BBX_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd,
 						const char *path, int oflag, mode_t mode)
 {
 	int saved;
 	if (!bbx_enter(&saved))
 		return BBX_REAL(posix_spawn_file_actions_addopen)(fa, fd, path, oflag, mode);
-	int rc = 0;
+	int rc = 0, where = 0;
 	int acc = oflag & O_ACCMODE;
 	if (acc != O_RDONLY || (oflag & (O_TRUNC | O_CREAT))) {
 		struct bbx_pending pend = {0};
 		rc = bbx_usable();
 		if (!rc)
-			rc = bbx_spawn_abs(fa, path, bbx_tp.a);
+			rc = where = bbx_spawn_abs(fa, path, bbx_tp.a);
 		if (!rc)
 			rc = bbx_cap_open(&bbx_run, "posix_spawn_file_actions_addopen", bbx_tp.a,
 					  oflag, mode, bbx_tp.b, &pend);
 		/* The creation happens later in the child; no RESULT can be written, so
 		 * undo falls back to the birth-time check for this name. */
-	} else if (bbx_reads_policed() && bbx_spawn_abs(fa, path, bbx_tp.a) == 0) {
-		rc = spawn_read_check(bbx_tp.a);
+	} else if (bbx_reads_policed()) {
+		/* deny_read: a name whose file cannot be known is not handed over either */
+		rc = where = bbx_spawn_abs(fa, path, bbx_tp.a);
+		if (!rc)
+			rc = spawn_read_check(bbx_tp.a);
 	}
+	if (where == -EACCES)
+		unknown_dir(path);
 	if (rc) {
 		bbx_leave(saved);
 		return -rc;

@@ -167,12 +167,15 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "relprog")) {
 		r = posix_spawn_file_actions_addchdir_np(&fa, "docs");
 		prog = "./tool.sh", av = tool;
-	} else if (!strcmp(argv[1], "replaced")) {
+	} else if (!strncmp(argv[1], "replaced", 8)) {
+		/* "replaced": a truncating open; "replacedro": a read-only one (deny_read) */
+		int ro = !strcmp(argv[1], "replacedro");
 		r = posix_spawn_file_actions_addopen(&fa, 7, "docs", O_RDONLY | O_DIRECTORY, 0);
 		if (!r)
 			r = posix_spawn_file_actions_addfchdir_np(&fa, 7);
 		if (!r)
-			r = posix_spawn_file_actions_addopen(&fa, 1, "README.md", O_WRONLY | O_TRUNC, 0);
+			r = posix_spawn_file_actions_addopen(&fa, ro ? 0 : 1, "README.md",
+							     ro ? O_RDONLY : O_WRONLY | O_TRUNC, 0);
 		if (r == EACCES)
 			return 3; /* refused, as it must be */
 	}
@@ -218,6 +221,12 @@ if gcc -o "$T_TMP/spawnfa" "$T_TMP/spawnfa.c" 2>"$T_TMP/gcc.err"; then
 	expect_rc $? 3 "addfchdir_np onto a descriptor the list replaced: the relative addopen O_TRUNC is refused"
 	same_snap "$before" "$(rt_snap "$W" fa-replaced-after)" \
 		"addfchdir_np onto a descriptor the list replaced: nothing changed"
+	grep -q "child's directory is unknown" "$T_TMP/run.err"
+	ok $? "addfchdir_np onto a descriptor the list replaced: the refusal says why"
+	# deny_read (the default policy has some): a read-only relative addopen there is
+	# not handed to the child unchecked either
+	rt_run "$(rt_journal)" "$W" '"$T/spawnfa" replacedro'
+	expect_rc $? 3 "addfchdir_np onto a descriptor the list replaced: a read-only relative addopen is refused"
 else
 	rt_showerr "$T_TMP/gcc.err"
 	ok 1 "posix_spawn file actions: test program builds"
