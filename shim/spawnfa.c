@@ -269,8 +269,10 @@ BBX_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *
 
 BBX_EXPORT int posix_spawn_file_actions_addfchdir_np(posix_spawn_file_actions_t *fa, int fd)
 {
+	/* Without an entry, the list may have replaced a descriptor while the table was
+	 * full, unless it has no action yet (glibc's count, in the public struct). */
 	lock();
-	int had = find(fa, 0) != NULL;
+	int untracked = !find(fa, 0) && fa_lost && fa->__used > 0;
 	unlock();
 	int r = entry_for(fa);
 	if (!r)
@@ -279,7 +281,7 @@ BBX_EXPORT int posix_spawn_file_actions_addfchdir_np(posix_spawn_file_actions_t 
 		return r;
 	lock();
 	const struct fa_list *l = find(fa, 0);
-	int other = !had && fa_lost; /* replaced before the list had an entry, perhaps */
+	int other = untracked;
 	if (l && fd >= 64)
 		other |= l->fds_high;
 	else if (l && fd >= 0)

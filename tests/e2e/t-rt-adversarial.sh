@@ -167,6 +167,23 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "relprog")) {
 		r = posix_spawn_file_actions_addchdir_np(&fa, "docs");
 		prog = "./tool.sh", av = tool;
+	} else if (!strcmp(argv[1], "full")) {
+		/* 17 lists alive, each with an open: the 17th finds the shim's table full
+		 * (its addchdir_np: ENOMEM); all destroyed, a new list whose first action is
+		 * addfchdir_np is followed as any other */
+		posix_spawn_file_actions_t many[17];
+		for (int i = 0; i < 17; i++)
+			if (posix_spawn_file_actions_init(&many[i]) ||
+			    posix_spawn_file_actions_addopen(&many[i], 9, "/dev/null", O_RDONLY, 0))
+				return 5;
+		if (posix_spawn_file_actions_addchdir_np(&many[16], "docs") != ENOMEM)
+			return 4;
+		for (int i = 0; i < 17; i++)
+			posix_spawn_file_actions_destroy(&many[i]);
+		int d = open("docs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r = d < 0 ? errno : posix_spawn_file_actions_addfchdir_np(&fa, d);
+		if (!r)
+			r = posix_spawn_file_actions_addopen(&fa, 1, "README.md", O_WRONLY | O_TRUNC, 0);
 	} else if (!strncmp(argv[1], "replaced", 8)) {
 		/* "replaced": a truncating open; "replacedro": a read-only one (deny_read) */
 		int ro = !strcmp(argv[1], "replacedro");
@@ -192,6 +209,12 @@ if gcc -o "$T_TMP/spawnfa" "$T_TMP/spawnfa.c" 2>"$T_TMP/gcc.err"; then
 	rt_oldtimes "$W"
 	rt_case "posix_spawn with addfchdir_np, then a relative addopen O_TRUNC" "$W" \
 		'"$T/spawnfa" fchdir' \
+		'[ "$(cat docs/README.md)" = spawned ]'
+
+	W=$(ws)
+	rt_oldtimes "$W"
+	rt_case "posix_spawn after the file-action table was full: addfchdir_np first, then a relative addopen O_TRUNC" "$W" \
+		'"$T/spawnfa" full' \
 		'[ "$(cat docs/README.md)" = spawned ]'
 
 	W=$(ws)
