@@ -37,20 +37,22 @@
 
 enum { FA_CWD = BBX_SPAWN_CWD, FA_DIR = BBX_SPAWN_DIR, FA_UNKNOWN = BBX_SPAWN_UNKNOWN };
 
+/* The entries' heads lie together (one page, which every lookup reads), their
+ * directories apart (fa_dirs, by the same index: touched only by a chdir action). */
 struct fa_list {
 	const posix_spawn_file_actions_t *fa; /* NULL: a free slot */
 	int where;			      /* FA_CWD: the parent's own; FA_DIR: dir */
 	int fds_high;			      /* a descriptor >= 64 is replaced */
 	uint64_t fds;			      /* descriptors < 64 the list replaces */
-	char dir[PATH_MAX];
+	char *dir;			      /* fa_dirs[its index] */
 };
 
 static struct fa_list fa_lists[FA_LISTS];
+static char fa_dirs[FA_LISTS][PATH_MAX];
 static int fa_lock;
 /* Opens or dup2s that found the table full: a list without an entry may then have
  * replaced any descriptor (addfchdir_np takes that as unknown). */
 static unsigned fa_lost;
-
 
 static void lock(void)
 {
@@ -79,7 +81,7 @@ static struct fa_list *find(const posix_spawn_file_actions_t *fa, int make)
 	free_slot->where = FA_CWD;
 	free_slot->fds = 0;
 	free_slot->fds_high = 0;
-	free_slot->dir[0] = 0;
+	free_slot->dir = fa_dirs[free_slot - fa_lists]; /* read only when where is FA_DIR */
 	return free_slot;
 }
 
@@ -241,7 +243,7 @@ static void moved(const posix_spawn_file_actions_t *fa, int where, const char *d
 	struct fa_list *l = find(fa, 0);
 	if (l) {
 		l->where = where;
-		if (where == FA_DIR && bbx_scopy(l->dir, sizeof l->dir, dir) < 0)
+		if (where == FA_DIR && bbx_scopy(l->dir, PATH_MAX, dir) < 0)
 			l->where = FA_UNKNOWN;
 	}
 	unlock();
