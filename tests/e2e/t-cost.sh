@@ -315,7 +315,8 @@ for line in open(t + "/sub.st"):
     if not m:
         continue
     pid, call = m.groups()
-    r = re.match(r"clone3?\(.*= (\d+)$", call)
+    # "clone(...) = N", or, when a child's call came between, "<... clone resumed>...) = N"
+    r = re.match(r"(?:clone3?\(|<\.\.\. clone3? resumed>).*= (\d+)$", call)
     if r:
         kids.add(r.group(1))
         parent[r.group(1)] = pid
