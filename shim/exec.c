@@ -75,14 +75,21 @@ static size_t program_room(const char *exe, const char **pathp)
 }
 
 /* The file an exec of exe will run: exe itself when it has a '/', else the first
- * executable match on path (execvp's search), made in out.  NULL if there is none. */
-static const char *find_program(const char *exe, const char *path, char *out, size_t cap)
+ * executable match on path (execvp's search), made in out.  NULL if there is none.
+ * from: the directory the search is made from, when it is not this process's working
+ * directory (posix_spawnp after a chdir action: a relative entry of path, or an empty
+ * one, names a directory under from); NULL for the working directory. */
+static const char *find_program(const char *exe, const char *path, char *out, size_t cap,
+				const char *from)
 {
 	if (!path)
 		return exe;
 	for (const char *d = path;; d++) {
 		const char *e = strchrnul(d, ':');
-		size_t n = bbx_str_put(out, cap, 0, d, (size_t)(e - d));
+		size_t n = 0;
+		if (from && *d != '/')
+			n = bbx_str_put(out, cap, bbx_str_put(out, cap, 0, from, strlen(from)), "/", 1);
+		n = bbx_str_put(out, cap, n, d, (size_t)(e - d));
 		n = e == d ? n : bbx_str_put(out, cap, n, "/", 1);
 		n = bbx_str_put(out, cap, n, exe, strlen(exe));
 		if (bbx_str_end(out, cap, n) > 0 && n < cap && access(out, X_OK) == 0)
@@ -92,6 +99,20 @@ static const char *find_program(const char *exe, const char *path, char *out, si
 		d = e;
 	}
 	return NULL;
+}
+
+/* 1 when $PATH (as program_room found it) has an entry that is not absolute: "",
+ * ".", "bin". */
+static int path_has_relative(const char *path)
+{
+	for (const char *d = path;; d++) {
+		if (*d != '/')
+			return 1;
+		const char *e = strchrnul(d, ':');
+		if (!*e)
+			return 0;
+		d = e;
+	}
 }
 
 static const char *const why_text[] = {
@@ -304,7 +325,7 @@ static int exec_policy(const char *op, const char *exe, char *const argv[])
 	struct bbx_pol_verdict v;
 	const char *path;
 	char buf[program_room(exe, &path)];
-	const char *file = find_program(exe, path, buf, sizeof buf);
+	const char *file = find_program(exe, path, buf, sizeof buf, NULL);
 	struct stat sb;
 	int have_sb = 0;
 	int rc = 0;
@@ -580,11 +601,30 @@ static int do_spawn(const char *op, int use_path, pid_t *pid, const char *file,
 	 * there.  Where that directory is unknown, the parent's is recorded. */
 	char dir[PATH_MAX], prog[PATH_MAX];
 	const char *exe = file, *cwd = NULL;
-	if (bbx_spawn_dir(fa, dir, sizeof dir) == BBX_SPAWN_DIR) {
+	/* posix_spawnp of a bare name searches the caller's $PATH in the child, after its
+	 * file actions: a relative entry (or an empty one) is a directory under the one
+	 * the child has moved to. */
+	const char *path = NULL;
+	int named = file[0] != '/' && (!use_path || has_slash(file));
+	int searched = file[0] != '/' && !named && program_room(file, &path) &&
+		       path_has_relative(path);
+	switch (bbx_spawn_dir(fa, dir, sizeof dir)) {
+	case BBX_SPAWN_DIR:
 		cwd = dir;
-		if (file[0] != '/' && (!use_path || has_slash(file)) &&
-		    bbx_spawn_abs(fa, file, prog) == 0)
+		if (named && bbx_spawn_abs(fa, file, prog) == 0)
 			exe = prog;
+		else if (searched && find_program(file, path, prog, sizeof prog, dir))
+			exe = prog;
+		break;
+	case BBX_SPAWN_UNKNOWN:
+		/* Which program would run cannot be told: neither the exec rules nor
+		 * deny_read could be applied to it (spawnfa.c). */
+		if (named || searched) {
+			bbx_spawn_unknown(op, file);
+			bbx_leave(saved);
+			return EACCES;
+		}
+		break;
 	}
 	long seq = record_exec_in(op, exe, cwd, argv, envp, 1);
 	if (seq < 0) {

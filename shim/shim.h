@@ -509,6 +509,9 @@ static inline int bbx_rf_ino(uint64_t ino)
 enum { BBX_SPAWN_CWD, BBX_SPAWN_DIR, BBX_SPAWN_UNKNOWN };
 int bbx_spawn_dir(const posix_spawn_file_actions_t *fa, char *dir, size_t cap);
 int bbx_spawn_abs(const posix_spawn_file_actions_t *fa, const char *name, char *out);
+/* The line on stderr that says why what (a call's name) of path was refused: the
+ * child's directory is unknown. */
+void bbx_spawn_unknown(const char *what, const char *path);
 
 /* exec support (env.c) */
 #define BBX_ENV_EXTRA 4

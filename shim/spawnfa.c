@@ -13,11 +13,12 @@
  * relative program name, then land in that directory, not in the parent's: each list
  * that has such an action (or that later could) gets an entry here that follows it
  * action by action, and the names are resolved against the directory the list will be
- * in.  addfchdir_np takes the directory its descriptor names now, in this process -
+ * in (so are posix_spawnp's relative $PATH entries: exec.c, do_spawn).  addfchdir_np takes the directory its descriptor names now, in this process -
  * unless an earlier open or dup2 of the same list puts another file at that number in
  * the child; the directory is then unknown, and a relative addopen that can change a
  * file is refused (EACCES, one line on stderr says why): the shim cannot tell which
- * file the child will change.  So is a read-only one under a policy with deny_read
+ * file the child will change.  So is the spawn of a program found by a relative name
+ * there (exec.c): the shim cannot tell which program would run.  So is a read-only one under a policy with deny_read
  * paths, which could not be checked.
  *
  * Entries are few (one per list alive with a chdir, open or dup2 action) and live in a
@@ -167,16 +168,15 @@ static int spawn_read_check(const char *abs)
 	return rc;
 }
 
-/* The one line that says why a relative addopen was refused (EACCES): the directory the
+/* The one line that says why a relative name was refused (EACCES): the directory the
  * child will be in is unknown (the file comment).  A cold path: stdio is fine here. */
-static void unknown_dir(const char *path)
+void bbx_spawn_unknown(const char *what, const char *path)
 {
 	char line[PATH_MAX + 200];
 	int n = snprintf(line, sizeof line,
-			 "bbx: refused posix_spawn_file_actions_addopen of %s: the child's "
-			 "directory is unknown (addfchdir_np onto a descriptor this list "
-			 "replaced)\n",
-			 path);
+			 "bbx: refused %s of %s: the child's directory is unknown (addfchdir_np "
+			 "onto a descriptor this list replaced)\n",
+			 what, path);
 	if (n > 0)
 		(void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
@@ -206,7 +206,7 @@ BBX_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, 
 			rc = spawn_read_check(bbx_tp.a);
 	}
 	if (where == -EACCES)
-		unknown_dir(path);
+		bbx_spawn_unknown("posix_spawn_file_actions_addopen", path);
 	if (rc) {
 		bbx_leave(saved);
 		return -rc;

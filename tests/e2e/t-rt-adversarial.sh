@@ -153,9 +153,10 @@ extern char **environ;
 int main(int argc, char **argv)
 {
 	posix_spawn_file_actions_t fa;
-	char *echo[] = {"echo", "spawned", 0}, *tool[] = {"./tool.sh", 0};
+	char *echo[] = {"echo", "spawned", 0}, *tool[] = {"./tool.sh", 0}, *ptool[] = {"tool.sh", 0};
 	char *const *av = echo;
 	const char *prog = "/bin/echo";
+	int usep = 0; /* posix_spawnp */
 	int r = posix_spawn_file_actions_init(&fa);
 	if (argc < 2 || r)
 		return 2;
@@ -167,6 +168,23 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "relprog")) {
 		r = posix_spawn_file_actions_addchdir_np(&fa, "docs");
 		prog = "./tool.sh", av = tool;
+	} else if (!strcmp(argv[1], "pathrel")) {
+		/* posix_spawnp of a bare name, $PATH with a relative entry (the caller's) */
+		r = posix_spawn_file_actions_addchdir_np(&fa, "docs");
+		prog = "tool.sh", av = ptool, usep = 1;
+	} else if (!strncmp(argv[1], "unknown", 7)) {
+		/* the child's directory unknown (as "replaced" below), then a program by a
+		 * relative name ("unknownrel"), by a relative $PATH entry ("unknownpath"),
+		 * or by an absolute one ("unknownabs", allowed) */
+		r = posix_spawn_file_actions_addopen(&fa, 7, "docs", O_RDONLY | O_DIRECTORY, 0);
+		if (!r)
+			r = posix_spawn_file_actions_addfchdir_np(&fa, 7);
+		if (!strcmp(argv[1], "unknownrel"))
+			prog = "./tool.sh", av = tool;
+		else if (!strcmp(argv[1], "unknownpath"))
+			prog = "tool.sh", av = ptool, usep = 1;
+		else
+			prog = "echo", usep = 1;
 	} else if (!strcmp(argv[1], "full")) {
 		/* 17 lists alive, each with an open: the 17th finds the shim's table full
 		 * (its addchdir_np: ENOMEM); all destroyed, a new list whose first action is
@@ -197,7 +215,11 @@ int main(int argc, char **argv)
 			return 3; /* refused, as it must be */
 	}
 	pid_t p;
-	if (r || (r = posix_spawn(&p, prog, &fa, 0, av, environ))) {
+	if (!r)
+		r = (usep ? posix_spawnp : posix_spawn)(&p, prog, &fa, 0, av, environ);
+	if (r == EACCES && !strncmp(argv[1], "unknown", 7))
+		return 3; /* refused, as it must be */
+	if (r) {
 		fprintf(stderr, "spawnfa: %s\n", strerror(r));
 		return 1;
 	}
@@ -236,6 +258,49 @@ if gcc -o "$T_TMP/spawnfa" "$T_TMP/spawnfa.c" 2>"$T_TMP/gcc.err"; then
 	sys.exit(0 if ok else 1)
 	PYEOF
 	ok $? "posix_spawn of ./tool.sh after addchdir_np: EXEC names docs/tool.sh, started in docs"
+
+	# posix_spawnp searches the caller's $PATH in the child, after the chdir: a relative
+	# entry is a directory under docs (a bin/tool.sh at the top, which the shim found
+	# before, is another program).
+	W=$(ws)
+	mkdir -p "$W/docs/bin" "$W/bin"
+	printf '#!/bin/sh\necho ran in "$PWD" > ran.txt\n' >"$W/docs/bin/tool.sh"
+	printf '#!/bin/sh\necho the top one > ran.txt\n' >"$W/bin/tool.sh"
+	chmod 755 "$W/docs/bin/tool.sh" "$W/bin/tool.sh"
+	rt_oldtimes "$W"
+	rt_case "posix_spawnp of a name on a relative \$PATH entry after addchdir_np" "$W" \
+		'PATH=bin:$PATH "$T/spawnfa" pathrel' \
+		'[ "$(cat docs/ran.txt)" = "ran in $PWD/docs" ] && [ ! -e ran.txt ]'
+	bbx-log --json "$RT_J" >"$T_TMP/pathrel.json" 2>&1
+	"$PY" - "$T_TMP/pathrel.json" "$W" <<-'PYEOF'
+	import json, sys
+	ws = sys.argv[2]
+	ex = [e for e in map(json.loads, open(sys.argv[1]))
+	      if e.get("type") == "EXEC" and e.get("op") == "posix_spawnp"]
+	ok = len(ex) == 1 and ex[0].get("exe") == ws + "/docs/bin/tool.sh" and ex[0].get("cwd") == ws + "/docs"
+	if not ok:
+	    print("# " + json.dumps(ex))
+	sys.exit(0 if ok else 1)
+	PYEOF
+	ok $? "posix_spawnp of tool.sh on \$PATH bin after addchdir_np: EXEC names docs/bin/tool.sh, not bin/tool.sh"
+
+	# The child's directory unknown: a program found by a relative name there is not
+	# started (neither the exec rules nor deny_read could be applied to it); one found
+	# on an absolute $PATH entry is.
+	W=$(ws)
+	printf '#!/bin/sh\necho ran > ran.txt\n' >"$W/docs/tool.sh"
+	chmod 755 "$W/docs/tool.sh"
+	before=$(rt_snap "$W" fa-unknown)
+	rt_run "$(rt_journal)" "$W" '"$T/spawnfa" unknownrel'
+	rc=$?
+	grep -q "refused posix_spawn of ./tool.sh: the child's directory is unknown" "$T_TMP/run.err"
+	ok $((rc == 3 ? $? : 1)) "the child's directory unknown: posix_spawn of ./tool.sh is refused (EACCES), and stderr says why"
+	rt_run "$(rt_journal)" "$W" 'PATH=.:$PATH "$T/spawnfa" unknownpath'
+	expect_rc $? 3 "the child's directory unknown: posix_spawnp of tool.sh with . on \$PATH is refused"
+	same_snap "$before" "$(rt_snap "$W" fa-unknown-after)" \
+		"the child's directory unknown: neither tool.sh ran"
+	rt_run "$(rt_journal)" "$W" '"$T/spawnfa" unknownabs'
+	expect_rc $? 0 "the child's directory unknown: posix_spawnp of echo on an absolute \$PATH runs"
 
 	W=$(ws)
 	before=$(rt_snap "$W" fa-replaced)
