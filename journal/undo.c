@@ -16,6 +16,7 @@
 #include "pathmap.h"
 #include "undo_ops.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -444,7 +445,11 @@ static void sib_build(struct ctx *c)
  * names.  Without it each name came back as a separate inode (t-rt-adversarial).
  * dst: r's path, or a name beside it that is then renamed over it.  0 when linked,
  * else nonzero (the caller copies). */
-static int sibling_link(struct ctx *c, const struct bbx_rec *r, const char *dst)
+static int sibling_in_dir(struct ctx *c, const struct bbx_rec *r, const char *dst,
+			  const char *obj, uint64_t off, uint64_t len);
+
+static int sibling_link(struct ctx *c, const struct bbx_rec *r, const char *dst,
+			const char *obj, uint64_t off, uint64_t len)
 {
 	if (r->st.nlink < 2 || !S_ISREG(r->st.mode))
 		return -1;
@@ -452,12 +457,10 @@ static int sibling_link(struct ctx *c, const struct bbx_rec *r, const char *dst)
 		sib_build(c);
 	struct sib key = {r->st.ino, 0};
 	struct sib *hit = c->sib ? bsearch(&key, c->sib, c->nsib, sizeof key, cmp_sib) : NULL;
-	if (!hit)
-		return -1;
-	while (hit > c->sib && hit[-1].ino == key.ino)
+	while (hit && hit > c->sib && hit[-1].ino == key.ino)
 		hit--;
 	struct bbx_rec o;
-	for (; hit < c->sib + c->nsib && hit->ino == key.ino; hit++) {
+	for (; hit && hit < c->sib + c->nsib && hit->ino == key.ino; hit++) {
 		bbx_rec_decode(c->r.map + hit->off, c->r.size - hit->off, &o);
 		struct stat sb;
 		if (o.st.dev != r->st.dev || !strcmp(o.path, r->path) || lstat(o.path, &sb) < 0 ||
@@ -466,7 +469,66 @@ static int sibling_link(struct ctx *c, const struct bbx_rec *r, const char *dst)
 		if (bbx_uop_link(&c->u, o.path, dst) == 0)
 			return 0;
 	}
-	return -1;
+	return sibling_in_dir(c, r, dst, obj, off, len);
+}
+
+/* 1 when the regular file p holds exactly the pre-image's bytes: len bytes at off of
+ * obj (len BBX_UOP_WHOLE: all of obj). */
+static int same_bytes(const char *p, const char *obj, uint64_t off, uint64_t len)
+{
+	int a = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), b = open(obj, O_RDONLY | O_CLOEXEC);
+	struct stat sa, sb;
+	int same = a >= 0 && b >= 0 && fstat(a, &sa) == 0 && fstat(b, &sb) == 0;
+	if (same && len == BBX_UOP_WHOLE)
+		len = (uint64_t)sb.st_size, off = 0;
+	same = same && (uint64_t)sa.st_size == len && off + len <= (uint64_t)sb.st_size;
+	char x[16384], y[16384];
+	for (uint64_t at = 0; same && at < len;) {
+		size_t want = len - at < sizeof x ? (size_t)(len - at) : sizeof x;
+		ssize_t m = pread(a, x, want, (off_t)at), n = pread(b, y, want, (off_t)(off + at));
+		same = m == (ssize_t)want && n == (ssize_t)want && !memcmp(x, y, want);
+		at += want;
+	}
+	if (a >= 0)
+		close(a);
+	if (b >= 0)
+		close(b);
+	return same;
+}
+
+/* No other name in the journal: one in r's own directory (the pair hl/a, hl/b, and
+ * sed -i of one of them, which the journal then never names), found by the recorded
+ * inode number (or the copy it was restored as) and taken only when it holds exactly
+ * the pre-image: its number could have been freed and given to another file since, if
+ * someone outside the run removed that name.  Names elsewhere are not searched for. */
+static int sibling_in_dir(struct ctx *c, const struct bbx_rec *r, const char *dst,
+			  const char *obj, uint64_t off, uint64_t len)
+{
+	const char *sl = strrchr(r->path, '/');
+	char dir[PATH_MAX];
+	size_t dl = !sl ? 0 : sl == r->path ? 1 : (size_t)(sl - r->path);
+	if (!dl || dl >= sizeof dir)
+		return -1;
+	memcpy(dir, r->path, dl);
+	dir[dl] = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int rc = -1;
+	const struct dirent *e;
+	while (rc && (e = readdir(d))) {
+		char p[PATH_MAX];
+		struct stat sb;
+		if (!ino_same(&c->alias, e->d_ino, r->st.ino) ||
+		    snprintf(p, sizeof p, "%s/%s", dl == 1 ? "" : dir, e->d_name) >= (int)sizeof p ||
+		    !strcmp(p, r->path) || !strcmp(p, dst) || lstat(p, &sb) < 0 ||
+		    !S_ISREG(sb.st_mode) || sb.st_dev != r->st.dev ||
+		    !ino_same(&c->alias, sb.st_ino, r->st.ino) || !same_bytes(p, obj, off, len))
+			continue;
+		rc = bbx_uop_link(&c->u, p, dst);
+	}
+	closedir(d);
+	return rc;
 }
 
 static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
@@ -541,11 +603,11 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 			/* Same inode: write in place, so its other hard links see it too. */
 			rc = bbx_uop_copy_into(&c->u, obj, off, len, r->path);
 		} else if (!exists) {
-			if (sibling_link(c, r, r->path) != 0)
+			if (sibling_link(c, r, r->path, obj, off, len) != 0)
 				rc = bbx_uop_copy_new(&c->u, obj, off, len, r->path);
 		} else {
 			tmp_beside(r->path, tmp, sizeof tmp);
-			if (sibling_link(c, r, tmp) != 0)
+			if (sibling_link(c, r, tmp, obj, off, len) != 0)
 				rc = bbx_uop_copy_new(&c->u, obj, off, len, tmp);
 			if (!rc)
 				rc = install(c, tmp, r->path);

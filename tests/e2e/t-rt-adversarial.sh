@@ -388,6 +388,25 @@ if [ -n "$XD" ] && [ "$(stat -c %d "$XD")" != "$(stat -c %d "$T_TMP")" ]; then
 	rt_case "journal on another filesystem: both names of a hard-linked file removed" "$W" \
 		'rm -rf hl' '[ ! -e hl ]'
 	same_inode "$W/hl/a" "$W/hl/b" "journal on another filesystem, rm -rf: hl/a and hl/b are one inode again"
+	# sed -i replaces one name and never names the other: undo finds hl/b in hl/a's
+	# directory by the recorded inode number, holding exactly the pre-image, and links
+	# hl/a to it (journal/undo.c, sibling_in_dir: was a separate inode).
+	W=$(ws)
+	rt_case "journal on another filesystem: sed -i on one of two hard links" "$W" \
+		'sed -i s/shared/SHARED/ hl/a' \
+		'grep -q SHARED hl/a && grep -q "^shared" hl/b'
+	same_inode "$W/hl/a" "$W/hl/b" "journal on another filesystem, sed -i: hl/a and hl/b are one inode again"
+	# ... but not when that inode no longer holds the pre-image (changed after the run
+	# by someone else): hl/a then comes back as a copy of what it held.
+	W=$(ws)
+	J=$(rt_journal)
+	rt_run "$J" "$W" 'sed -i s/shared/SHARED/ hl/a'
+	echo 'changed outside the run' >>"$W/hl/b"
+	rt_undo "$J"
+	rc=$?
+	[ $rc -eq 0 ] && [ "$(cat "$W/hl/a")" = 'shared content' ] && ! [ "$W/hl/a" -ef "$W/hl/b" ] &&
+		grep -q 'changed outside' "$W/hl/b"
+	ok $? "journal on another filesystem, sed -i, the other name changed after the run: hl/a is its own pre-image, not linked (undo exit $rc)"
 
 	# ... and the copies do not carry the xattrs of the files they preserve.
 	if command -v setfattr >/dev/null && setfattr -n user.bbx -v one "$W/docs/README.md" &&
