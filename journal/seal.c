@@ -58,26 +58,42 @@ static size_t dir_len(const char *p)
 	return slash == p ? 1 : (size_t)(slash - p);
 }
 
-/* The directories the last paths were stated relative to: a few, reused in least
- * recently used order, because a tree walked depth first (tar -x, chmod -R, rm -rf)
- * names a directory's entries in runs that its subdirectories interrupt, and the walk
- * comes back to it.  An entry is either open (fd), or gone: not there (ENOENT,
- * ENOTDIR), nor anything in it or below it. */
+/* The directories paths are stated relative to, open (O_PATH), in a table indexed by a
+ * hash of the name: one open per directory for the whole seal, whatever the order its
+ * paths come in - git's objects name 256 shard directories in turn (a tmp_obj and the
+ * object it became, then the next object's shard), which a few ways in least recently
+ * used order missed every time (an open and a close per object: 5,661 of each for a
+ * git add of a node_modules).  The table is set-associative (a set of 4 slots per
+ * hash); a new directory takes its set's least recently used slot and closes its
+ * occupant, so no more than DIR_SLOTS descriptors are held.  Directories found not
+ * there (ENOENT, ENOTDIR), nor anything in or below them, are kept apart, a few in least
+ * recently used order: a tree removed (rm -rf) is walked depth first, its paths in runs
+ * that its subdirectories interrupt. */
+#define DIR_SETS 128 /* of DIR_ASSOC slots each, chosen by the hash */
+#define DIR_ASSOC 4
+#define DIR_SLOTS (DIR_SETS * DIR_ASSOC)
 #define DIR_WAYS 16
-struct dir_ent {
+struct dir_slot {
+	uint64_t hash, used;
+	char *dir; /* NULL: empty */
+	size_t len;
+	int fd;
+};
+struct dir_gone_ent {
 	char dir[PATH_MAX];
 	size_t len; /* 0: unused */
-	int fd;
-	int gone;
 	uint64_t used;
 };
 struct dir_cache {
-	struct dir_ent e[DIR_WAYS];
+	struct dir_slot slot[DIR_SLOTS];
+	struct dir_gone_ent e[DIR_WAYS];
 	uint64_t clock;
 };
 
 static void dir_cache_init(struct dir_cache *c)
 {
+	for (int k = 0; k < DIR_SLOTS; k++)
+		c->slot[k].dir = NULL;
 	for (int k = 0; k < DIR_WAYS; k++)
 		c->e[k].len = 0;
 	c->clock = 0;
@@ -85,27 +101,20 @@ static void dir_cache_init(struct dir_cache *c)
 
 static void dir_cache_close(struct dir_cache *c)
 {
-	for (int k = 0; k < DIR_WAYS; k++)
-		if (c->e[k].len && c->e[k].fd >= 0)
-			close(c->e[k].fd);
+	for (int k = 0; k < DIR_SLOTS; k++)
+		if (c->slot[k].dir) {
+			close(c->slot[k].fd);
+			free(c->slot[k].dir);
+		}
 }
 
-/* The least recently used entry, emptied for a directory of length l. */
-static struct dir_ent *dir_take(struct dir_cache *c, const char *d, size_t l)
+/* FNV-1a of the directory's name. */
+static uint64_t dir_hash(const char *d, size_t l)
 {
-	struct dir_ent *v = &c->e[0];
-	for (int k = 1; k < DIR_WAYS && v->len; k++)
-		if (!c->e[k].len || c->e[k].used < v->used)
-			v = &c->e[k];
-	if (v->len && v->fd >= 0)
-		close(v->fd);
-	memcpy(v->dir, d, l);
-	v->dir[l] = 0;
-	v->len = l;
-	v->fd = -1;
-	v->gone = 0;
-	v->used = ++c->clock;
-	return v;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t k = 0; k < l; k++)
+		h = (h ^ (unsigned char)d[k]) * 0x100000001b3ull;
+	return h;
 }
 
 /* d (length l) is not there: so is nothing below its highest ancestor that is not
@@ -127,17 +136,22 @@ static void dir_gone(struct dir_cache *c, const char *d, size_t l)
 			break;
 		}
 	}
-	dir_take(c, up, strlen(up))->gone = 1;
+	struct dir_gone_ent *v = &c->e[0];
+	for (int k = 1; k < DIR_WAYS && v->len; k++)
+		if (!c->e[k].len || c->e[k].used < v->used)
+			v = &c->e[k];
+	v->len = strlen(up);
+	memcpy(v->dir, up, v->len + 1);
+	v->used = ++c->clock;
 }
 
 /* lstat of ps[i], relative to its directory when that is open in the cache, or when
- * the next path is in the same directory (then opened, once for the run of them): one
- * component walked per path instead of all of them.  A path alone in its directory
- * (git's objects, one per shard) is stated as it is, with no open and close around it.
- * The walk to the directory follows symlinks as lstat's own would; a directory that is
- * not there, or below one that is not, makes its paths absent, as their lstat would;
- * one that cannot be opened for another reason (no descriptor left, say) leaves each
- * path to its own lstat. */
+ * the next path is in the same directory (then opened, once for the seal): one
+ * component walked per path instead of all of them.  A path alone in its directory is
+ * stated as it is, with no open around it.  The walk to the directory follows symlinks
+ * as lstat's own would; a directory that is not there, or below one that is not, makes
+ * its paths absent, as their lstat would; one that cannot be opened for another reason
+ * (no descriptor left, say) leaves each path to its own lstat. */
 static int stat_final(struct dir_cache *c, const char *const *ps, size_t n, size_t i,
 		      struct stat *sb)
 {
@@ -145,35 +159,47 @@ static int stat_final(struct dir_cache *c, const char *const *ps, size_t n, size
 	size_t l = dir_len(p);
 	if (!l || l >= PATH_MAX)
 		return lstat(p, sb);
-	for (int k = 0; k < DIR_WAYS; k++) {
-		struct dir_ent *e = &c->e[k];
-		if (!e->len || e->len > l || memcmp(e->dir, p, e->len))
-			continue;
-		if (e->len == l) {
-			e->used = ++c->clock;
-			if (e->fd >= 0)
-				return fstatat(e->fd, p + l + (l > 1), sb, AT_SYMLINK_NOFOLLOW);
-			return -1; /* gone (an entry is open or gone, never neither) */
+	const char *name = p + l + (l > 1);
+	uint64_t h = dir_hash(p, l);
+	struct dir_slot *set = &c->slot[(h % DIR_SETS) * DIR_ASSOC], *s = set;
+	for (int k = 0; k < DIR_ASSOC; k++) {
+		struct dir_slot *t = &set[k];
+		if (t->dir && t->hash == h && t->len == l && !memcmp(t->dir, p, l)) {
+			t->used = ++c->clock;
+			return fstatat(t->fd, name, sb, AT_SYMLINK_NOFOLLOW);
 		}
-		if (e->gone && p[e->len] == '/') {
+		if (s->dir && (!t->dir || t->used < s->used))
+			s = t; /* the slot a miss takes: empty, else least recently used */
+	}
+	for (int k = 0; k < DIR_WAYS; k++) {
+		struct dir_gone_ent *e = &c->e[k];
+		if (e->len && e->len <= l && !memcmp(e->dir, p, e->len) &&
+		    (e->len == l || p[e->len] == '/')) {
 			e->used = ++c->clock;
-			return -1; /* below a directory that is not there */
+			return -1; /* in or below a directory that is not there */
 		}
 	}
 	if (i + 1 >= n || dir_len(ps[i + 1]) != l || memcmp(ps[i + 1], p, l))
 		return lstat(p, sb);
-	char d[PATH_MAX];
+	char *d = malloc(l + 1);
+	if (!d)
+		return lstat(p, sb);
 	memcpy(d, p, l);
 	d[l] = 0;
 	int fd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
-		dir_gone(c, d, l);
-		return -1;
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT || e == ENOTDIR)
+			dir_gone(c, d, l);
+		free(d);
+		return e == ENOENT || e == ENOTDIR ? -1 : lstat(p, sb); /* EMFILE...: ask lstat */
 	}
-	if (fd < 0) /* EMFILE...: ask lstat */
-		return lstat(p, sb);
-	dir_take(c, d, l)->fd = fd;
-	return fstatat(fd, p + l + (l > 1), sb, AT_SYMLINK_NOFOLLOW);
+	if (s->dir) {
+		close(s->fd);
+		free(s->dir);
+	}
+	*s = (struct dir_slot){.hash = h, .used = ++c->clock, .dir = d, .len = l, .fd = fd};
+	return fstatat(fd, name, sb, AT_SYMLINK_NOFOLLOW);
 }
 
 /* The chain head right after SEAL, and how many records and bytes it covers, go into

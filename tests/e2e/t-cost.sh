@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=82
+PLAN=84
 plan $PLAN
 
 N=100
@@ -500,6 +500,22 @@ else
 	[ -n "$cached" ] && [ "$cached" -le 16 ] && [ "$total" -ge $((1 << 20)) ]
 	ok $? "a no-op transaction leaves $cached pages of the state file in the page cache, not all of it"
 fi
+
+# The seal (journal/seal.c) states every path the run touched, relative to its
+# directory, opened once for the whole seal: git's objects name 256 shard directories in
+# turn (a tmp_obj and the object it became, then the next object's shard), which the
+# seal's 16 directories in least recently used order missed every time (an open and a
+# close per object).  Here 64 directories, each given two new files in turn, three
+# times: 64 opens, not 192.  Counted in bbx-run's own process (no -f: the seal runs
+# there once the command has ended).
+w=$(new_ws)
+(cd "$w" && strace -e trace=openat -o "$T_TMP/seal.st" bbx-run --quiet --journal "$T_TMP/j.seal" -- \
+	sh -c 'for d in $(seq 64); do mkdir d$d; done; for r in 1 2 3; do for d in $(seq 64); do : >d$d/t$r; : >d$d/f$r; done; done')
+nso=$(grep -c 'O_PATH|O_DIRECTORY' "$T_TMP/seal.st")
+nfin=$(bbx-log --json "$T_TMP/j.seal" | grep -c '"type": *"FINAL"')
+diag "the seal of 64 directories x 6 new files: $nso directories opened, $nfin FINAL records"
+[ "$nfin" -eq $((64 + 64 * 6)) ]; ok $? "the seal writes a FINAL for each directory and file made ($nfin of $((64 + 64 * 6)))"
+[ "$nso" -ge 64 ] && [ "$nso" -le 72 ]; ok $? "the seal opens each directory once, whatever the order its paths come in ($nso opens for 64 directories)"
 
 # A run starts its command with one exec: bbx-run's child loads the shim with dlopen
 # and executes the command through the shim's execvp (tools/bbx-run.c,
