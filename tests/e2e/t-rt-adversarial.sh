@@ -226,6 +226,21 @@ int main(int argc, char **argv)
 	return waitpid(p, 0, 0) == p ? 0 : 1;
 }
 EOF
+# exec_is OP EXE CWD: the last round trip's journal ($RT_J) has exactly one EXEC by OP,
+# naming EXE as the program and CWD as its directory.
+exec_is() {
+	bbx-log --json "$RT_J" >"$T_TMP/exec.json" 2>&1
+	"$PY" - "$T_TMP/exec.json" "$@" <<-'PYEOF'
+	import json, sys
+	op, exe, cwd = sys.argv[2:5]
+	ex = [e for e in map(json.loads, open(sys.argv[1]))
+	      if e.get("type") == "EXEC" and e.get("op") == op]
+	ok = len(ex) == 1 and ex[0].get("exe") == exe and ex[0].get("cwd") == cwd
+	if not ok:
+	    print("# " + json.dumps(ex))
+	sys.exit(0 if ok else 1)
+	PYEOF
+}
 if gcc -o "$T_TMP/spawnfa" "$T_TMP/spawnfa.c" 2>"$T_TMP/gcc.err"; then
 	W=$(ws)
 	rt_oldtimes "$W"
@@ -246,17 +261,7 @@ if gcc -o "$T_TMP/spawnfa" "$T_TMP/spawnfa.c" 2>"$T_TMP/gcc.err"; then
 	rt_case "posix_spawn of ./tool.sh after addchdir_np" "$W" \
 		'"$T/spawnfa" relprog' \
 		'[ "$(cat docs/ran.txt)" = "ran in $PWD/docs" ]'
-	bbx-log --json "$RT_J" >"$T_TMP/relprog.json" 2>&1
-	"$PY" - "$T_TMP/relprog.json" "$W" <<-'PYEOF'
-	import json, sys
-	ws = sys.argv[2]
-	ex = [e for e in map(json.loads, open(sys.argv[1]))
-	      if e.get("type") == "EXEC" and e.get("op") == "posix_spawn"]
-	ok = len(ex) == 1 and ex[0].get("exe") == ws + "/docs/tool.sh" and ex[0].get("cwd") == ws + "/docs"
-	if not ok:
-	    print("# " + json.dumps(ex))
-	sys.exit(0 if ok else 1)
-	PYEOF
+	exec_is posix_spawn "$W/docs/tool.sh" "$W/docs"
 	ok $? "posix_spawn of ./tool.sh after addchdir_np: EXEC names docs/tool.sh, started in docs"
 
 	# posix_spawnp searches the caller's $PATH in the child, after the chdir: a relative
@@ -271,17 +276,7 @@ if gcc -o "$T_TMP/spawnfa" "$T_TMP/spawnfa.c" 2>"$T_TMP/gcc.err"; then
 	rt_case "posix_spawnp of a name on a relative \$PATH entry after addchdir_np" "$W" \
 		'PATH=bin:$PATH "$T/spawnfa" pathrel' \
 		'[ "$(cat docs/ran.txt)" = "ran in $PWD/docs" ] && [ ! -e ran.txt ]'
-	bbx-log --json "$RT_J" >"$T_TMP/pathrel.json" 2>&1
-	"$PY" - "$T_TMP/pathrel.json" "$W" <<-'PYEOF'
-	import json, sys
-	ws = sys.argv[2]
-	ex = [e for e in map(json.loads, open(sys.argv[1]))
-	      if e.get("type") == "EXEC" and e.get("op") == "posix_spawnp"]
-	ok = len(ex) == 1 and ex[0].get("exe") == ws + "/docs/bin/tool.sh" and ex[0].get("cwd") == ws + "/docs"
-	if not ok:
-	    print("# " + json.dumps(ex))
-	sys.exit(0 if ok else 1)
-	PYEOF
+	exec_is posix_spawnp "$W/docs/bin/tool.sh" "$W/docs"
 	ok $? "posix_spawnp of tool.sh on \$PATH bin after addchdir_np: EXEC names docs/bin/tool.sh, not bin/tool.sh"
 
 	# The child's directory unknown: a program found by a relative name there is not
