@@ -598,34 +598,30 @@ static int do_spawn(const char *op, int use_path, pid_t *pid, const char *file,
 		return real(pid, file, fa, attr, argv, envp);
 	/* A chdir in the file actions (spawnfa.c): the program starts there, and a
 	 * relative name of it (posix_spawn's, or posix_spawnp's with a '/') is found
-	 * there.  Where that directory is unknown, the parent's is recorded. */
+	 * there; so is a bare name of posix_spawnp's on a relative (or empty) entry of the
+	 * caller's $PATH, which glibc's child searches after its file actions.  Where that
+	 * directory is unknown, such a program is refused (which program would run cannot
+	 * be told: neither the exec rules nor deny_read could be applied to it), and one
+	 * found by an absolute name is recorded with the parent's directory. */
 	char dir[PATH_MAX], prog[PATH_MAX];
 	const char *exe = file, *cwd = NULL;
-	/* posix_spawnp of a bare name searches the caller's $PATH in the child, after its
-	 * file actions: a relative entry (or an empty one) is a directory under the one
-	 * the child has moved to. */
-	const char *path = NULL;
-	int named = file[0] != '/' && (!use_path || has_slash(file));
-	int searched = file[0] != '/' && !named && program_room(file, &path) &&
-		       path_has_relative(path);
-	switch (bbx_spawn_dir(fa, dir, sizeof dir)) {
-	case BBX_SPAWN_DIR:
-		cwd = dir;
-		if (named && bbx_spawn_abs(fa, file, prog) == 0)
-			exe = prog;
-		else if (searched && find_program(file, path, prog, sizeof prog, dir))
-			exe = prog;
-		break;
-	case BBX_SPAWN_UNKNOWN:
-		/* Which program would run cannot be told: neither the exec rules nor
-		 * deny_read could be applied to it (spawnfa.c). */
-		if (named || searched) {
+	int where = bbx_spawn_dir(fa, dir, sizeof dir);
+	if (where != BBX_SPAWN_CWD && file[0] != '/') {
+		const char *path = NULL;
+		int named = !use_path || has_slash(file);
+		int searched = !named && program_room(file, &path) && path_has_relative(path);
+		if (where == BBX_SPAWN_UNKNOWN && (named || searched)) {
 			bbx_spawn_unknown(op, file);
 			bbx_leave(saved);
 			return EACCES;
 		}
-		break;
+		if (where == BBX_SPAWN_DIR &&
+		    (named ? bbx_spawn_abs(fa, file, prog) == 0
+			   : searched && find_program(file, path, prog, sizeof prog, dir)))
+			exe = prog;
 	}
+	if (where == BBX_SPAWN_DIR)
+		cwd = dir;
 	long seq = record_exec_in(op, exe, cwd, argv, envp, 1);
 	if (seq < 0) {
 		bbx_leave(saved);
