@@ -507,7 +507,9 @@ fi
 # seal's 16 directories in least recently used order missed every time (an open and a
 # close per object).  Here 64 directories, each given two new files in turn, three
 # times: 64 opens, not 192.  Counted in bbx-run's own process (no -f: the seal runs
-# there once the command has ended).
+# there once the command has ended).  The table is 128 sets of 4 chosen by a hash of
+# the name, which the workspace's random name changes: a set that draws 5 or more of
+# these directories (about 3 runs in 100) reopens them each round, up to some 30 more.
 w=$(new_ws)
 (cd "$w" && strace -e trace=openat -o "$T_TMP/seal.st" bbx-run --quiet --journal "$T_TMP/j.seal" -- \
 	sh -c 'for d in $(seq 64); do mkdir d$d; done; for r in 1 2 3; do for d in $(seq 64); do : >d$d/t$r; : >d$d/f$r; done; done')
@@ -515,7 +517,7 @@ nso=$(grep -c 'O_PATH|O_DIRECTORY' "$T_TMP/seal.st")
 nfin=$(bbx-log --json "$T_TMP/j.seal" | grep -c '"type": *"FINAL"')
 diag "the seal of 64 directories x 6 new files: $nso directories opened, $nfin FINAL records"
 [ "$nfin" -eq $((64 + 64 * 6)) ]; ok $? "the seal writes a FINAL for each directory and file made ($nfin of $((64 + 64 * 6)))"
-[ "$nso" -ge 64 ] && [ "$nso" -le 72 ]; ok $? "the seal opens each directory once, whatever the order its paths come in ($nso opens for 64 directories)"
+[ "$nso" -ge 64 ] && [ "$nso" -le 100 ]; ok $? "the seal opens a directory about once, whatever the order its paths come in ($nso opens for 64 directories, 193 before)"
 
 # A run starts its command with one exec: bbx-run's child loads the shim with dlopen
 # and executes the command through the shim's execvp (tools/bbx-run.c,
