@@ -58,6 +58,10 @@ EXTRA_DIST += tests/e2e/t-egress.sh tests/e2e/netserve.py tests/e2e/netrec.py \
 # bbx-undo exit 4), audit, large copies with size and duration, undo never limited
 TESTS += tests/e2e/t-preserve.sh
 EXTRA_DIST += tests/e2e/t-preserve.sh
+# the seal of a run past one block of paths (a helper thread states half of each):
+# one FINAL per path, in order, each agreeing with lstat; undo with no conflict
+TESTS += tests/e2e/t-seal.sh
+EXTRA_DIST += tests/e2e/t-seal.sh
 # [journal] sync = off | group | always: journals verify and undo restores under each;
 # strace -f -c counts the fdatasync/fsync calls
 TESTS += tests/e2e/t-sync.sh
