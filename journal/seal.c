@@ -266,12 +266,13 @@ static int finals(struct bbx_run *run, struct bbx_run_batch *batch, const char *
 {
 	struct dir_cache *dc = malloc(sizeof *dc), *hc = NULL;
 	struct fin *out = MAP_FAILED;
+	size_t outlen = (n < SEAL_BLOCK ? n : SEAL_BLOCK) * sizeof *out;
 	if (!dc)
 		return -ENOMEM;
 	dir_cache_init(dc);
 	/* The results' pages populated in one call, not faulted in one by one. */
 	if (n >= SEAL_PAR_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1 && (hc = malloc(sizeof *hc)))
-		out = mmap(NULL, SEAL_BLOCK * sizeof *out, PROT_READ | PROT_WRITE,
+		out = mmap(NULL, outlen, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (hc)
 		dir_cache_init(hc);
@@ -301,7 +302,7 @@ static int finals(struct bbx_run *run, struct bbx_run_batch *batch, const char *
 		free(hc);
 	}
 	if (out != MAP_FAILED)
-		munmap(out, SEAL_BLOCK * sizeof *out);
+		munmap(out, outlen);
 	return rc;
 }
 
