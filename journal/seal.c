@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,14 +209,15 @@ static int stat_final(struct dir_cache *c, const char *const *ps, size_t n, size
 /* The lstat calls are most of a large seal: a git add of a node_modules names 14,939
  * paths, and their fstatat took about 40 of the seal's 60 ms on the session-37 VM (2
  * CPUs, tmpfs; the journal's read 11, the records 5).  Nothing else runs then (the
- * command has ended), so on a machine with more than one CPU a helper thread shares
- * them: the paths go in blocks of SEAL_BLOCK, each block in chunks of SEAL_CHUNK taken
- * in turn from a shared cursor by both threads (each with a directory table of its
- * own), and once the block is stated this thread writes its records in order.  The
- * FINAL records are the same, in the same order, as one thread's.  The helper starts
- * with every signal blocked: bbx-run's handlers stay in the thread they were written
- * for.  Two tables may hold twice DIR_SLOTS descriptors; past the process's limit a
- * path is stated by its whole name, as before (EMFILE). */
+ * command has ended), so when this process may run on more than one CPU (its
+ * affinity) a helper thread shares them: the paths go in blocks of SEAL_BLOCK, each
+ * block in chunks of SEAL_CHUNK taken in turn from a shared cursor by both threads
+ * (each with a directory table of its own), and once the block is stated this thread
+ * writes its records in order.  The FINAL records are the same, in the same order, as
+ * one thread's.  The helper starts with every signal blocked: bbx-run's handlers stay
+ * in the thread they were written for.  Two tables may hold twice DIR_SLOTS
+ * descriptors; past the process's limit a path is stated by its whole name, as before
+ * (EMFILE). */
 #define SEAL_BLOCK 8192
 #define SEAL_CHUNK 64
 #define SEAL_PAR_MIN 1024 /* fewer paths: one thread */
@@ -260,6 +262,14 @@ static int start_helper(pthread_t *t, struct block *b)
 	return rc;
 }
 
+/* The CPUs this process may run on (its affinity, which taskset and cgroups' cpusets
+ * narrow; nproc(1) counts the same), 1 when unknown. */
+static int cpus_usable(void)
+{
+	cpu_set_t set;
+	return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
 /* One FINAL for each of ps[0..n), in order. */
 static int finals(struct bbx_run *run, struct bbx_run_batch *batch, const char *const *ps,
 		  size_t n)
@@ -271,7 +281,7 @@ static int finals(struct bbx_run *run, struct bbx_run_batch *batch, const char *
 		return -ENOMEM;
 	dir_cache_init(dc);
 	/* The results' pages populated in one call, not faulted in one by one. */
-	if (n >= SEAL_PAR_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1 && (hc = malloc(sizeof *hc)))
+	if (n >= SEAL_PAR_MIN && cpus_usable() > 1 && (hc = malloc(sizeof *hc)))
 		out = mmap(NULL, outlen, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (hc)
