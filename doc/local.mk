@@ -9,4 +9,4 @@ dist_man_MANS += \
 	doc/bbx-diff.1 \
 	doc/libbbxshim.7 \
 	$(NULL)
-EXTRA_DIST += doc/journal-format.md
+EXTRA_DIST += doc/journal-format.md doc/performance.md
