@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/single_threaded.h>
 #include <sys/stat.h>
@@ -465,8 +466,72 @@ static uint32_t defer_take(struct bbx_defer *d, uint8_t *out)
 	return n;
 }
 
+/* The overflow of the held-back records (run.h, BBX_DEFER_SPILL): when a record does
+ * not fit the thread's buffer, what the buffer holds moves here instead of being
+ * written, up to BBX_DEFER_SPILL bytes; the next write takes this first, then the
+ * buffer, in one write(2) (rm -r of a tree the run made: one write per ~20 removals
+ * instead of one per two).  Mapped on the first overflow (most processes never fill
+ * their buffer), never populated: only a process that spills touches its pages.  One
+ * per process: records are held back only while the process has a single thread, so
+ * only that thread fills it; any thread may take it (exit, fork), by exchanging len.
+ * Room past BBX_DEFER_SPILL for the buffer and a record of ordinary size, so that
+ * both go out from here without a copy to the stack. */
+struct defer_more {
+	uint32_t len;
+	uint8_t buf[BBX_DEFER_SPILL + BBX_DEFER_CAP + 2048];
+};
+BBX_HOT static struct defer_more *defer_more;
+
+/* Moves d's have bytes to the overflow.  0 when there is no room (or no mapping):
+ * the caller writes instead. */
+static int defer_spill(struct bbx_defer *d, uint32_t have)
+{
+	struct defer_more *m = __atomic_load_n(&defer_more, __ATOMIC_ACQUIRE);
+	if (!m) {
+		void *p = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			return 0;
+		m = p;
+		__atomic_store_n(&defer_more, m, __ATOMIC_RELEASE);
+	}
+	uint32_t ml = __atomic_load_n(&m->len, __ATOMIC_ACQUIRE);
+	if (ml + have > BBX_DEFER_SPILL)
+		return 0;
+	uint32_t n = defer_take(d, m->buf + ml);
+	__atomic_store_n(&m->len, ml + n, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* Takes the overflow with d's records after it, then (when it fits) rec: written in
+ * one append, straight from the overflow.  *took: the bytes of rec that went (0 or
+ * len).  -1 when the overflow holds nothing (the caller goes on as without it). */
+static int more_write(struct bbx_run *run, struct bbx_defer *d, const void *rec, size_t len,
+		      size_t *took)
+{
+	*took = 0;
+	struct defer_more *m = __atomic_load_n(&defer_more, __ATOMIC_ACQUIRE);
+	uint32_t ml = m ? __atomic_exchange_n(&m->len, 0, __ATOMIC_ACQ_REL) : 0;
+	if (!ml)
+		return -1;
+	if (ml > BBX_DEFER_SPILL)
+		return 0; /* never: a torn overflow is dropped, not written */
+	size_t n = ml + defer_take(d, m->buf + ml);
+	if (rec && n + len <= sizeof m->buf) {
+		memcpy(m->buf + n, rec, len);
+		n += len;
+		*took = len;
+	}
+	return bbx_writer_append_chained_n(&run->w, run->st, m->buf, n,
+					   *took ? &bbx_run_last_pos : NULL);
+}
+
 static int defer_write(struct bbx_run *run, struct bbx_defer *d)
 {
+	size_t took;
+	int rc = more_write(run, d, NULL, 0, &took);
+	if (rc != -1)
+		return rc;
 	uint8_t tmp[BBX_DEFER_CAP];
 	uint32_t n = defer_take(d, tmp);
 	return n ? bbx_writer_append_chained_n(&run->w, run->st, tmp, n, NULL) : 0;
@@ -475,7 +540,9 @@ static int defer_write(struct bbx_run *run, struct bbx_defer *d)
 int bbx_run_deferred(void)
 {
 	struct bbx_defer *m = __atomic_load_n(&defer_main, __ATOMIC_ACQUIRE);
-	return m && __atomic_load_n(&m->len, __ATOMIC_ACQUIRE);
+	struct defer_more *o = __atomic_load_n(&defer_more, __ATOMIC_ACQUIRE);
+	return (m && __atomic_load_n(&m->len, __ATOMIC_ACQUIRE)) ||
+	       (o && __atomic_load_n(&o->len, __ATOMIC_ACQUIRE));
 }
 
 int bbx_run_flush(struct bbx_run *run)
@@ -490,6 +557,14 @@ __attribute__((noinline)) static int emit_after_pending(struct bbx_run *run,
 							struct bbx_defer *d, void *rec,
 							size_t len)
 {
+	size_t took;
+	int rc = more_write(run, d, rec, len, &took);
+	if (rc != -1) {
+		if (took)
+			return rc;
+		/* a lost RESULT only makes undo more careful: the record still goes */
+		return bbx_writer_append_chained(&run->w, run->st, rec, len, &bbx_run_last_pos);
+	}
 	uint8_t buf[4096];
 	uint32_t n = defer_take(d, buf);
 	if (n + len <= sizeof buf) {
@@ -514,9 +589,11 @@ int bbx_run_emit_later(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 		return (int)len;
 	uint32_t have = __atomic_load_n(&d->len, __ATOMIC_ACQUIRE);
 	if (have + (size_t)len > BBX_DEFER_CAP) {
-		int rc = defer_write(run, d);
-		if (rc)
-			return rc;
+		if (!defer_spill(d, have)) {
+			int rc = defer_write(run, d);
+			if (rc)
+				return rc;
+		}
 		have = 0;
 		if ((size_t)len > BBX_DEFER_CAP)
 			return bbx_writer_append_chained(&run->w, run->st, e->buf, (size_t)len,
@@ -551,8 +628,7 @@ void bbx_run_defer_release(struct bbx_defer *d)
 static int append_finished(struct bbx_run *run, void *rec, size_t len)
 {
 	struct bbx_defer *d = __atomic_load_n(&defer_main, __ATOMIC_ACQUIRE);
-	return d && __atomic_load_n(&d->len, __ATOMIC_ACQUIRE)
-		       ? emit_after_pending(run, d, rec, len)
+	return d && bbx_run_deferred() ? emit_after_pending(run, d, rec, len)
 		       : bbx_writer_append_chained(&run->w, run->st, rec, len,
 						   &bbx_run_last_pos);
 }

@@ -103,15 +103,21 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
  * instead of two.  Pending records are written at the
  * latest when the process forks (atfork), execs (its EXEC record), exits (exit()'s
  * destructors, the shim's _exit and _Exit, syscall(SYS_exit_group)), or when the buffer
- * fills.  Each is finished (time, ids, seq) when the call returns, so what it says does
- * not change with the delay; only its place in the file does.  A process killed by a
- * signal loses its pending RESULTs, which undo tolerates (it then checks the file system
- * itself) and bbx-log shows as an outcome not recorded, and its pending removals, which
- * undo never needed (the evidence of who removed the file is what is lost).  Only while the process is
+ * fills.  A full buffer moves to an overflow of BBX_DEFER_SPILL bytes (run.c) when it
+ * has room, so that a run of removals of what the run made (rm -r of a tree it
+ * untarred) goes out ~20 records to a write(2), or with the next RMDIR.  Each is finished
+ * (time, ids, seq) when the call returns, so what it says does not change with the
+ * delay; only its place in the file does.  A process killed by a signal loses its
+ * pending RESULTs, which undo tolerates (it then checks the file system itself) and
+ * bbx-log shows as an outcome not recorded, and its pending removals (at most
+ * BBX_DEFER_SPILL + BBX_DEFER_CAP bytes of records, ~25 removals), which undo never
+ * needed: the evidence of who removed those names is what is lost, while the seal's
+ * FINAL still shows each of them gone.  Only while the process is
  * single-threaded (glibc's __libc_single_threaded) and [journal] sync is off: otherwise
  * bbx_run_emit_later is bbx_run_emit.  bbx_run_defer_on is set by the shim (never in
  * the tools); bbx_run_defer_tls by the thread's scratch (capture.c). */
 #define BBX_DEFER_CAP 1024
+#define BBX_DEFER_SPILL 8192
 struct bbx_defer {
 	uint32_t len;
 	uint8_t buf[BBX_DEFER_CAP];
