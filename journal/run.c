@@ -589,7 +589,9 @@ int bbx_run_emit_later(struct bbx_run *run, struct bbx_enc *e, uint64_t seq)
 		return (int)len;
 	uint32_t have = __atomic_load_n(&d->len, __ATOMIC_ACQUIRE);
 	if (have + (size_t)len > BBX_DEFER_CAP) {
-		if (!defer_spill(d, have)) {
+		/* A record too big to hold back goes at once, so what is held goes first,
+		 * the overflow with it: never moved there to be written after it. */
+		if ((size_t)len > BBX_DEFER_CAP || !defer_spill(d, have)) {
 			int rc = defer_write(run, d);
 			if (rc)
 				return rc;

@@ -383,23 +383,31 @@ fi
 
 # Removals of what the run made are held back past the thread's buffer, in the
 # process's overflow (journal/run.c, defer_spill): 300 files made, 150 removed, a fork
-# (whose child makes a file), 150 more removed.  Each removal must be in the journal
-# exactly once, in the order made, those before the fork ahead of the child's records;
-# and a process killed with removals held back loses only those records: the journal
-# verifies and undo restores the tree.
+# (whose child makes a file), 150 more removed; every 50th removal is of a file 1,200
+# bytes deep, whose record is too big to hold back and goes at once.  Each removal must
+# be in the journal exactly once, in the order made (the big ones too: the held-back
+# ones go first), those before the fork ahead of the child's records; and a process
+# killed with removals held back loses only those records: the journal verifies and
+# undo restores the tree.
 W7=$(new_ws)
 J7="$T_TMP/j.spill"
 snap "$W7" >"$T_TMP/w7.before"
 (cd "$W7" && bbx-run -q --journal "$J7" -- "$PY" -c '
 import os
+L = "/".join(["l" * 200] * 6)
+os.makedirs(L)
 for i in range(300): open("r%03d" % i, "w").close()
-for i in range(150): os.unlink("r%03d" % i)
+for i in range(6): open(L + "/x%d" % i, "w").close()
+def rm(i):
+    os.unlink("r%03d" % i)
+    if i % 50 == 49: os.unlink(L + "/x%d" % (i // 50))
+for i in range(150): rm(i)
 pid = os.fork()
 if pid == 0:
     open("child", "w").close()
     os._exit(0)
 os.waitpid(pid, 0)
-for i in range(150, 300): os.unlink("r%03d" % i)
+for i in range(150, 300): rm(i)
 os.unlink("child")') >/dev/null 2>&1
 "$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$J7/journal" >"$T_TMP/recs.spill"
 "$PY" - "$T_TMP/recs.spill" "$W7" >"$T_TMP/chk7" 2>&1 <<'PY'
@@ -407,17 +415,25 @@ import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 ws = sys.argv[2]
 rm = [(i, r) for i, r in enumerate(recs) if r["type"] == "PRESERVE" and r.get("op") == "unlink"
-      and r.get("path", "").startswith(ws + "/r")]
+      and r.get("path", "").startswith(ws + "/") and r["path"] != ws + "/child"]
 names = [r["path"][len(ws) + 1:] for _, r in rm]
+L = "/".join(["l" * 200] * 6)
+want = []
+for i in range(300):
+    want.append("r%03d" % i)
+    if i % 50 == 49:
+        want.append(L + "/x%d" % (i // 50))
 bad = []
-if names != ["r%03d" % i for i in range(300)]:
-    bad.append(("removals, in file order", len(names), names[:3], names[-3:]))
+if names != want:
+    bad.append(("removals, in file order", len(names), [n[-8:] for n in names[:3]],
+                [(k, n[-8:], w[-8:]) for k, (n, w) in enumerate(zip(names, want)) if n != w][:3]))
 seqs = [r["seq"] for _, r in rm]
 if seqs != sorted(seqs):
     bad.append("removals' seqs out of file order")
 child = [i for i, r in enumerate(recs) if r["type"] == "CREATE" and r.get("path") == ws + "/child"]
-if len(child) != 1 or len(rm) < 150 or rm[149][0] > child[0]:
-    bad.append(("the 150th removal after the fork child's CREATE", rm[149][0] if len(rm) >= 150 else None, child))
+last = [i for (i, r), n in zip(rm, names) if n == L + "/x2"]
+if len(child) != 1 or len(last) != 1 or last[0] > child[0]:
+    bad.append(("the fork's last removal after the child's CREATE", last, child))
 res = {r.get("ref") for r in recs if r["type"] == "RESULT" and r.get("ret") == 0}
 if any(r["seq"] not in res for _, r in rm):
     bad.append("a removal without its RESULT")
@@ -426,7 +442,7 @@ sys.exit(1 if bad else 0)
 PY
 r=$?
 [ $r -ne 0 ] && sed 's/^/#   /' "$T_TMP/chk7" | head -20 >&2
-ok $r "removals held back past the buffer: 300 in the journal once each, in order, with outcomes, the first 150 ahead of a fork child's records"
+ok $r "removals held back past the buffer: 306 in the journal once each, in order (6 too big to hold back among them), with outcomes, those before a fork ahead of its child's records"
 bbx-log -V "$J7" >/dev/null 2>&1 && bbx-undo "$J7" >"$T_TMP/undo7" 2>&1
 r=$?
 [ $r -ne 0 ] && sed "s/^/#   /" "$T_TMP/undo7" | head -30 >&2
