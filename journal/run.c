@@ -469,7 +469,7 @@ static uint32_t defer_take(struct bbx_defer *d, uint8_t *out)
 /* The overflow of the held-back records (run.h, BBX_DEFER_SPILL): when a record does
  * not fit the thread's buffer, what the buffer holds moves here instead of being
  * written, up to BBX_DEFER_SPILL bytes; the next write takes this first, then the
- * buffer, in one write(2) (rm -r of a tree the run made: one write per ~20 removals
+ * buffer, in one write(2) (rm -r of a tree the run made: one write per ~25 removals
  * instead of one per two).  Mapped on the first overflow (most processes never fill
  * their buffer), never populated: only a process that spills touches its pages.  One
  * per process: records are held back only while the process has a single thread, so

@@ -105,7 +105,8 @@ int bbx_run_emit(struct bbx_run *run, struct bbx_enc *e, uint64_t seq);
  * destructors, the shim's _exit and _Exit, syscall(SYS_exit_group)), or when the buffer
  * fills.  A full buffer moves to an overflow of BBX_DEFER_SPILL bytes (run.c) when it
  * has room, so that a run of removals of what the run made (rm -r of a tree it
- * untarred) goes out ~20 records to a write(2), or with the next RMDIR.  Each is finished
+ * untarred) goes out ~25 records to a write(2), or with the next record written at
+ * once (an RMDIR; a record too big for the buffer, after what is held).  Each is finished
  * (time, ids, seq) when the call returns, so what it says does not change with the
  * delay; only its place in the file does.  A process killed by a signal loses its
  * pending RESULTs, which undo tolerates (it then checks the file system itself) and
