@@ -280,7 +280,7 @@ static const struct bbx_stat_memo *memo_kname(const char *p, size_t l)
 		return NULL;
 	for (int i = 0; i < BBX_MEMO_SLOTS; i++) {
 		const struct bbx_stat_memo *m = &s->memo[i];
-		if (m->epoch == ep && m->follow == 2 && m->ret == 0 && S_ISDIR(m->sb.st_mode) &&
+		if (m->epoch == ep && m->follow >= 2 && m->ret == 0 && S_ISDIR(m->sb.st_mode) &&
 		    !memcmp(m->path, p, l) && m->path[l] == 0)
 			return m;
 	}
@@ -298,6 +298,14 @@ int bbx_stat_memo_kname_stat(const char *p, struct stat *sb)
 	if (m)
 		*sb = m->sb;
 	return m != NULL;
+}
+
+void bbx_stat_memo_ident(const char *p, uint64_t dev, uint64_t ino)
+{
+	struct stat sb = {.st_dev = (dev_t)dev, .st_ino = (ino_t)ino, .st_mode = S_IFDIR};
+	int e = errno;
+	bbx_stat_memo_put(p, 3, 0, 0, &sb);
+	errno = e;
 }
 
 void bbx_stat_memo_put(const char *p, int follow, int ret, int err, const struct stat *sb)
@@ -452,6 +460,17 @@ static int is_protected_dir(const struct bbx_run *run, const char *dir, const st
 /* Is path's parent the journal directory, objects/ or a shard (or path spelled inside
  * the journal directory)?  By identity of the parent, so "..", symlinked directories and
  * other spellings are caught, not only the literal prefix. */
+/* A directory whose words and identity were taken on trust (m: its memo entry, follow
+ * 3; journal/path.c, cwd_kept): 1 when that identity alone shows it is neither the
+ * journal directory nor objects/ nor a shard of it - which only a mode and a stat tell
+ * apart, on the objects' device: there, only a directory the run made qualifies. */
+static int trusted_unprotected(const struct bbx_run *run, const struct bbx_stat_memo *m)
+{
+	return m && m->follow == 3 && !is_journal_dir(run, &m->sb) &&
+	       (m->sb.st_dev != run->odev ||
+		bbx_state_level(run->st, m->sb.st_dev, m->sb.st_ino) == BBX_LVL_CREATED);
+}
+
 static int protected_parent(const struct bbx_run *run, const char *path)
 {
 	if (in_journal_dir(run, path))
@@ -465,6 +484,8 @@ static int protected_parent(const struct bbx_run *run, const char *path)
 		return 0;
 	memcpy(parent, path, n);
 	parent[n] = 0;
+	if (trusted_unprotected(run, memo_kname(parent, n)))
+		return 0;
 	struct stat sb;
 	return k_stat(parent, &sb) == 0 && is_protected_dir(run, parent, &sb);
 }
@@ -555,6 +576,12 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 	memcpy(tls.tmp, path, n);
 	tls.tmp[n] = 0;
 	struct stat sb;
+	/* Proved earlier in the run's namespace generation, its identity trusted without
+	 * a stat (path.c, cwd_kept): enough when that identity needs no DIRMETA either
+	 * (made by the run, or kept already). */
+	const struct bbx_stat_memo *m = memo_kname(tls.tmp, n);
+	if (trusted_unprotected(run, m) && level_of(run, &m->sb) >= BBX_LVL_CONTENT)
+		return 0;
 	if (k_stat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return 0; /* the call itself will fail */
 	if (!tls.cwd_ino && tls.cwd_gen && tls.cwd_epoch == bbx_stat_epoch &&

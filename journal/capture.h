@@ -92,6 +92,7 @@ struct bbx_scratch {
 		char path[BBX_MEMO_PATH];
 	} at[2];
 	unsigned at_next;
+	unsigned cwd_cgen; /* the cwd generation when cwd was read (path.c), in padding */
 	uint8_t rec[BBX_REC_BUF] __attribute__((aligned(64))); /* its first page hot */
 	char c[PATH_MAX], obj[PATH_MAX];
 };
@@ -118,8 +119,13 @@ int bbx_stat_memo_get(const char *p, int follow, struct stat *sb);
  * shim's policy opened it by exactly these words, no symlink on the way, so the words
  * are the kernel's own name for it until the epoch ends. */
 int bbx_stat_memo_kname(const char *p, size_t l);
-/* The same for the whole of p, with the directory's stat of this epoch in sb: 1 or 0. */
+/* The same for the whole of p, with the directory's stat of this epoch in sb (only
+ * st_dev, st_ino and S_IFDIR for one taken on trust, below): 1 or 0. */
 int bbx_stat_memo_kname_stat(const char *p, struct stat *sb);
+/* A directory's words and identity, taken on trust from its proof (path.c, cwd_kept):
+ * a kernel name (follow 3) whose stat holds only st_dev, st_ino and S_IFDIR, which no
+ * stat through the memo is ever answered with. */
+void bbx_stat_memo_ident(const char *p, uint64_t dev, uint64_t ino);
 /* lstat(2) through the kernel and the memo (what the capture itself uses). */
 int bbx_k_lstat(const char *p, struct stat *sb);
 /* The call being captured names a target as name relative to the directory fd
@@ -133,6 +139,18 @@ void bbx_at_set(int fd, const char *name, const char *abs);
 void bbx_fork_hooks(void);
 /* getcwd(3) through the memo (path.c).  Returns 0 or -errno. */
 int bbx_path_cwd(char *out, size_t cap);
+/* The working directory's changes in this process (shim/fd.c: chdir, fchdir): a
+ * generation each raises, before and after the call.  A name getcwd gave is trusted
+ * for later calls, without a stat, while the generation it was read in holds
+ * (path.c, cwd_kept) - unless bbx_cwd_untrusted is set: by the libc calls that change
+ * directory inside libc, where no wrapper sees the change (nftw with FTW_CHDIR, fts
+ * without FTS_NOCHDIR, daemon), for the rest of the process's life. */
+void bbx_cwd_bump(void);
+/* A name relative to the working directory that names a directory this thread proved
+ * (bbx_dname), in this namespace generation and with the working directory's name
+ * trusted: 1 and its identity, taken without a system call; else 0. */
+int bbx_dname_trusted_rel(const char *path, uint64_t *dev, uint64_t *ino);
+extern int bbx_cwd_untrusted;
 
 /* Descriptors through which this process created a file (bbx_cap_done): descriptor ->
  * the file's (dev, ino).  The metadata calls tar, sed and cp make on a file they have

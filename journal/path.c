@@ -8,6 +8,7 @@
  * by the shim's wrappers.
  */
 #include "capture.h"
+#include "hot.h"
 #include "sys.h"
 
 #include <errno.h>
@@ -186,17 +187,48 @@ void bbx_dname_put(const char *p, const struct stat *sb, uint64_t gen)
 	memcpy(d->path, p, l + 1);
 }
 
-/* A proof (gen, dev, ino) of the words p still holds: the generation it was made in,
- * and p reaching that directory now. */
+/* A proof (gen, dev, ino) of the words p still holds: the generation it was made in.
+ * Within it, that p reaches that directory is trusted as dir_name trusts it (below),
+ * without a stat: sb and the memo get the identity alone (bbx_stat_memo_ident), which
+ * is what the capture asks of a directory the run made or kept already (capture.c,
+ * cap_parent); any other question about it is a stat.  The open family opens such
+ * words with openat2(RESOLVE_NO_SYMLINKS) (shim.h, BBX_POL_BYPATH): the kernel walks
+ * exactly them whatever happened since. */
 static int dname_holds(uint64_t dgen, uint64_t dev, uint64_t ino, const char *p,
 		       struct stat *sb)
 {
 	uint64_t gen = bbx_dname_gen();
-	if (!gen || dgen != gen || bbx_sys_fstatat(AT_FDCWD, p, sb, AT_SYMLINK_NOFOLLOW) ||
-	    sb->st_ino != ino || sb->st_dev != dev)
+	if (!gen || dgen != gen)
 		return 0;
-	bbx_stat_memo_put(p, 2, 0, 0, sb); /* the kernel's own name, this directory's stat */
+	*sb = (struct stat){.st_dev = (dev_t)dev, .st_ino = (ino_t)ino, .st_mode = S_IFDIR};
+	bbx_stat_memo_ident(p, dev, ino);
 	return 1;
+}
+
+/* The proof kept for the words p: 1 and its (gen, dev, ino), or 0. */
+static int dname_by_words(const struct bbx_scratch *s, const char *p, uint64_t *gen,
+			  uint64_t *dev, uint64_t *ino)
+{
+	for (int i = 0; i < BBX_DNAME_SLOTS; i++) {
+		const struct bbx_dname *d = &s->dname[i];
+		if (d->ino && !strcmp(d->path, p)) {
+			*gen = d->gen, *dev = d->dev, *ino = d->ino;
+			return 1;
+		}
+	}
+	if (!s->dtab)
+		return 0;
+	uint32_t h = dtab_hash(p);
+	for (int j = 0; j < BBX_DTAB_WAYS; j++) {
+		unsigned k = s->dtab->pidx[dtab_pidx(h, j)];
+		const struct bbx_dtab_e *e = k ? &s->dtab->e[k - 1] : NULL;
+		const char *w = e ? dtab_words(s->dtab, e) : NULL;
+		if (w && !strcmp(w, p)) {
+			*gen = e->gen, *dev = e->dev, *ino = e->ino;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 int bbx_dname_known(const char *p, struct stat *sb)
@@ -208,22 +240,8 @@ int bbx_dname_known(const char *p, struct stat *sb)
 	 * chmod -R's fchmodat, dir_name): no second stat of the words. */
 	if (bbx_stat_memo_kname_stat(p, sb))
 		return 1;
-	for (int i = 0; i < BBX_DNAME_SLOTS; i++) {
-		const struct bbx_dname *d = &s->dname[i];
-		if (d->ino && !strcmp(d->path, p))
-			return dname_holds(d->gen, d->dev, d->ino, p, sb);
-	}
-	if (!s->dtab)
-		return 0;
-	uint32_t h = dtab_hash(p);
-	for (int j = 0; j < BBX_DTAB_WAYS; j++) {
-		unsigned k = s->dtab->pidx[dtab_pidx(h, j)];
-		const struct bbx_dtab_e *e = k ? &s->dtab->e[k - 1] : NULL;
-		const char *w = e ? dtab_words(s->dtab, e) : NULL;
-		if (w && !strcmp(w, p))
-			return dname_holds(e->gen, e->dev, e->ino, p, sb);
-	}
-	return 0;
+	uint64_t gen, dev, ino;
+	return dname_by_words(s, p, &gen, &dev, &ino) && dname_holds(gen, dev, ino, p, sb);
 }
 
 /* The name of the directory open as fd.  readlink of /proc/self/fd/N is the dearest
@@ -268,6 +286,22 @@ static int dir_name(int fd, char *out, size_t cap)
 	return 0;
 }
 
+BBX_HOT static unsigned bbx_cwd_gen;
+BBX_HOT int bbx_cwd_untrusted;
+
+void bbx_cwd_bump(void)
+{
+	__atomic_add_fetch(&bbx_cwd_gen, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The words getcwd gave this thread still name the working directory: no chdir since
+ * (capture.h, bbx_cwd_bump), and none behind libc's back possible. */
+static int bbx_cwd_trusted(const struct bbx_scratch *s)
+{
+	return !__atomic_load_n(&bbx_cwd_untrusted, __ATOMIC_RELAXED) &&
+	       s->cwd_cgen == __atomic_load_n(&bbx_cwd_gen, __ATOMIC_ACQUIRE);
+}
+
 /* The working directory's name kept from an earlier call (bbx_scratch: cwd_gen), for a
  * relative path whose directory part is "" or a directory proved before (bbx_dname):
  * one stat of that directory part, relative to the real working directory, must find
@@ -297,6 +331,12 @@ static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t c
 	struct stat sb;
 	char par[BBX_MEMO_PATH];
 	if (!dl) {
+		if (s->cwd_ino && cl < sizeof par && bbx_cwd_trusted(s)) {
+			memcpy(out, s->cwd, cl + 1);
+			s->cwd_epoch = bbx_stat_epoch;
+			bbx_stat_memo_ident(s->cwd, s->cwd_dev, s->cwd_ino);
+			return 1;
+		}
 		if (!s->cwd_ino || cl >= sizeof par ||
 		    bbx_sys_fstatat(AT_FDCWD, "", &sb, AT_EMPTY_PATH) ||
 		    sb.st_ino != s->cwd_ino || sb.st_dev != s->cwd_dev)
@@ -310,6 +350,13 @@ static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t c
 		par[cl] = '/';
 		memcpy(par + cl + !root, path, dl);
 		par[cl + !root + dl] = 0;
+		uint64_t pg, pdev, pino;
+		if (bbx_cwd_trusted(s) && dname_by_words(s, par, &pg, &pdev, &pino) && pg == gen) {
+			memcpy(out, s->cwd, cl + 1);
+			s->cwd_epoch = bbx_stat_epoch;
+			bbx_stat_memo_ident(par, pdev, pino);
+			return 1;
+		}
 		char rel[BBX_MEMO_PATH];
 		memcpy(rel, path, dl);
 		rel[dl] = 0;
@@ -335,6 +382,29 @@ static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t c
 	return 1;
 }
 
+int bbx_dname_trusted_rel(const char *path, uint64_t *dev, uint64_t *ino)
+{
+	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
+	uint64_t gen = bbx_dname_gen();
+	if (!s || !gen || s->cwd_gen != gen || !bbx_cwd_trusted(s))
+		return 0;
+	while (path[0] == '.' && path[1] == '/')
+		for (path += 2; *path == '/'; path++)
+			;
+	size_t cl = strlen(s->cwd), pl = strlen(path);
+	if (!cl || !pl || path[0] == '/' || path[pl - 1] == '/' || !bbx_path_clean(path))
+		return 0;
+	char w[BBX_MEMO_PATH];
+	int root = cl == 1;
+	if (cl + 1 + pl >= sizeof w)
+		return 0;
+	memcpy(w, s->cwd, cl);
+	w[cl] = '/';
+	memcpy(w + cl + !root, path, pl + 1);
+	uint64_t g;
+	return dname_by_words(s, w, &g, dev, ino) && g == gen;
+}
+
 /* getcwd, and the name kept for later calls.  The directory's identity, which a later
  * call with a single name needs to check the name kept, comes from the capture's own
  * stat of the directory a name is created in or removed from (capture.c, cap_parent):
@@ -343,6 +413,7 @@ static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t c
 static int cwd_read(struct bbx_scratch *s, char *out, size_t cap)
 {
 	uint64_t gen = s ? bbx_dname_gen() : 0;
+	unsigned cg = __atomic_load_n(&bbx_cwd_gen, __ATOMIC_ACQUIRE);
 	if (!getcwd(out, cap))
 		return -errno;
 	size_t l = strlen(out);
@@ -355,6 +426,7 @@ static int cwd_read(struct bbx_scratch *s, char *out, size_t cap)
 		s->cwd_ino = s->cwd_dev = 0;
 	}
 	s->cwd_epoch = bbx_stat_epoch;
+	s->cwd_cgen = cg;
 	s->cwd_gen = gen;
 	return 0;
 }

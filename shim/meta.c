@@ -30,6 +30,13 @@ static int cap_meta_at(const char *op, int dirfd, const char *path, int fd, uint
 	 * nothing is asked twice. */
 	struct stat sb;
 	int early = path[0] != '/' && *path && bbx_scratch();
+	/* A directory the run made and this thread proved (tar's directories, each of
+	 * which gets its times, owner and mode set by name at the end): its identity on
+	 * trust from the proof, as its creations had (journal/path.c, cwd_kept). */
+	uint64_t dev, ino;
+	if (early && dirfd == AT_FDCWD && bbx_run.st && bbx_dname_trusted_rel(path, &dev, &ino) &&
+	    bbx_state_level(bbx_run.st, dev, ino) == BBX_LVL_CREATED)
+		return 0;
 	int e = early ? bbx_sys_fstatat(dirfd, path, &sb, AT_SYMLINK_NOFOLLOW) : 0;
 	if (early && !e && (!S_ISLNK(sb.st_mode) || (mask & BBX_META_NOFOLLOW)) &&
 	    bbx_run.st && bbx_state_level(bbx_run.st, sb.st_dev, sb.st_ino) == BBX_LVL_CREATED)

@@ -12,6 +12,8 @@
 #define BBX_SHIM_H
 
 #include <dirent.h>
+#include <fts.h>
+#include <ftw.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
- * syscall.c - syscall(): the numbers that mutate files, start programs, connect, or
- * read what deny_read guards (stat, statx, readlink, openat2) are handed to our own
+ * syscall.c - syscall(): the numbers that mutate files, start programs, connect, change
+ * directory, close descriptors, or read what deny_read guards (stat, statx, readlink,
+ * openat2) are handed to our own
  * wrappers of the libc functions that issue them (same arguments,
  * same -1/errno convention), so a program that calls syscall(SYS_unlink, p) is
  * journaled and decided like one that calls unlink(p).  io_uring_setup is refused with
@@ -47,6 +48,9 @@ BBX_EXPORT long syscall(long nr, ...)
 		errno = ENOSYS;
 		return -1;
 	}
+	/* The working directory: its wrappers keep the name held for it honest (cwd.c). */
+	case SYS_chdir: return chdir(P(0));
+	case SYS_fchdir: return fchdir((int)A(0));
 	/* Closes and replacements: their wrappers forget descriptor marks (fd.c). */
 	case SYS_close: return close((int)A(0));
 	case SYS_dup: return dup((int)A(0));

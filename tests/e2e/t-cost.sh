@@ -170,44 +170,52 @@ else
 	for _ in 1 2 3 4; do skip "unlinkxdev: no tmpfs at /dev/shm on another filesystem than $T_TMP"; done
 fi
 # git's loose object (create in .git/objects/xx, link to its name, unlink): the second and
-# third calls find the directory proved by the first (journal/path.c, bbx_dname: a
-# relative stat instead of getcwd, openat2, fstat and close).  Per object, three records.
-budget object 905 300 "create, link and unlink in a subdirectory: 3 + 3 + 3 (was 21, then 16, then 14)"
+# third calls find the directory proved by the first (journal/path.c, bbx_dname), and
+# take its name and identity on trust, with no stat of it, while the working directory
+# has not moved and no directory was renamed or removed (cwd_kept; shim/cwd.c).  Per
+# object, three records.
+budget object 505 300 "create, link and unlink in a subdirectory: 2 + 2 + 1 (was 21, then 16, then 14, then 9)"
 # tar -x, npm: creates in a subdirectory written to before.  Its name was proved once;
 # a stat of the directory by the call's own relative words finds the identity proved,
 # and the call then goes as it was made (journal/path.c, cwd_kept): was 6 (getcwd, then
 # openat2, fstat and close of the directory), then 4 (getcwd and an lstat by the
-# absolute words, the create by openat2 of those words).
-budget subcreate 300 100 "stat of the directory (relative), one write, fstat of the new descriptor"
+# absolute words, the create by openat2 of those words), then 3 (a stat of the
+# directory by the call's own relative words, to find the identity proved): now the
+# proof's identity is trusted in its generation, the working directory's name while no
+# chdir has moved it (shim/cwd.c), and the run made the directory (capture.c,
+# trusted_unprotected).
+budget subcreate 200 100 "one write, fstat of the new descriptor"
 # Creates in 16 directories in turn (git's object shards, at random there): the four
 # slots of proved names give up a proof to the next directory, and the table keeps it
 # (journal/capture.h, bbx_dtab): with the slots alone, each create cost 7 (getcwd,
 # then openat2, fstat and close of the directory).
-budget shards 300 100 "as subcreate, in 16 directories in turn"
+budget shards 200 100 "as subcreate, in 16 directories in turn"
 # A directory made in one proved in the same call, then a file created in it: the new
 # directory's words are proved by its creation (capture.c, create_record and
 # bbx_cap_done): the create costs what a create in a known directory costs (it was 4
 # more: getcwd, openat2, fstat, close).  Per iteration: mkdir (lstat of the parent
-# relative, lstat of the name, one write, the RESULT's lstat), then the create (the
-# relative stat of its directory, one write, fstat of the new descriptor).
-budget mkdirfill 710 200 "mkdir (4) then a create in the new directory (3); the table of proofs mapped once"
+# relative, lstat of the name, one write, the RESULT's lstat), then the create (one
+# write, fstat of the new descriptor).
+budget mkdirfill 610 200 "mkdir (4) then a create in the new directory (2); the table of proofs mapped once"
 # tar -x, cp -a, rsync -a: times, owner and mode set by name on each directory the run
 # made.  The name is looked up first as the call names it; an object the run created
-# needs no record and no absolute name (shim/meta.c, cap_meta_at): one lstat per call
-# (was two: the stat of the name's directory proving its absolute name, then the lstat).
-budget dirmeta 300 0 "utimensat, chown and chmod by name of a directory the run made: one lstat each"
+# needs no record and no absolute name (shim/meta.c, cap_meta_at): was two system calls
+# (the stat of the name's directory proving its absolute name, then the lstat), then
+# one (the lstat); now none: the directory's words are a proof of this generation, and
+# its identity is taken from it (journal/path.c, bbx_dname_trusted_rel).
+budget dirmeta 0 0 "utimensat, chown and chmod by name of a directory the run made: nothing"
 # sed -i: a temporary file beside each file, renamed over it.  Renaming a file moves no
 # directory, so the proofs of the run's directory names stand (capture.c,
 # bbx_cap_rename): was 14, the create and the rename each re-proving the directory.
 # The PRESERVE of the file replaced and the RENAME go out in one write (capture.c,
 # preserve_before_rename).
-budget sedi 700 200 "create (3), rename over a file (4: three stats, one write with the pre-image's PRESERVE and the RENAME; a pre-image this small is kept inline); three records in two writes"
+budget sedi 500 200 "create (2), rename over a file (3: two stats, one write with the pre-image's PRESERVE and the RENAME; a pre-image this small is kept inline); three records in two writes"
 # mkstemp(3) in a directory written to before: the shim makes the name itself (so its
 # CREATE comes first, shim/tmp.c), and like glibc asks the kernel for no random bytes
 # per name (an O_EXCL create needs names that differ, not secret ones): the process's
 # first name seeds the sequence with one getrandom, before the measured calls or in the
 # first of them.
-budget mkstemp 300 100 "as subcreate: stat of the directory (relative), one write, fstat of the new descriptor"
+budget mkstemp 200 100 "as subcreate: one write, fstat of the new descriptor"
 n=$(between "$T_TMP/bbx.st" | grep -c 'getrandom(')
 [ "$n" -le 1 ]; ok $? "mkstemp: at most one getrandom for $N names ($n)"
 # O_CREAT in a directory that does not exist: the relative stat finds it missing, and

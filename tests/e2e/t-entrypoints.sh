@@ -399,10 +399,21 @@ cases() {
 	t fclose META:fchmod "a stream on a created file, then g at its descriptor's number" new:@W/made @W/g
 	t dup META:fchmod "a number closed behind libc's back, handed out again" new:@W/made @W/g
 	t syscall META:fchmod "SYS_close of a created file's descriptor" close new:@W/made @W/g
+	# ---- the working directory (shim/cwd.c): f removed by a name relative to the
+	# workspace (its name now trusted), then a file removed by a name relative to where
+	# the call moved; the record must name where it really was, or undo misplaces it
+	t chdir PRESERVE:unlink "then d/inner by a relative name" f @W/d inner
+	t fchdir PRESERVE:unlink "then d/inner by a relative name" f @W/d inner
+	t nftw PRESERVE:unlink "FTW_CHDIR, d/inner by its base name" f @W/d inner
+	t nftw64 PRESERVE:unlink "FTW_CHDIR, d/inner by its base name" f @W/d inner
+	t fts_open PRESERVE:unlink "without FTS_NOCHDIR, d/inner by fts_accpath" f @W/d inner
+	t fts64_open PRESERVE:unlink "without FTS_NOCHDIR, d/inner by fts_accpath" f @W/d inner
+	t daemon PRESERVE:unlink "in /, d/inner by a name relative to /" f @W/d/inner
 	# ---- syscall(): mutating numbers go through the libc wrappers (their op name)
 	t syscall PRESERVE:unlink "SYS_unlink" unlink @W/f
 	t syscall CREATE:mkdir "SYS_mkdir" mkdir @W/nd 0755
 	t syscall RENAME:rename "SYS_rename" rename @W/f @W/f2
+	t syscall PRESERVE:unlink "SYS_chdir, then d/inner by a relative name" chdir f @W/d inner
 	# ---- reads under deny_read (tr: refused, nothing revealed, DENY)
 	tr stat "a file in a denied directory" @W/d/inner
 	tr stat64 "through a symlink to a denied directory" @W/l2/inner

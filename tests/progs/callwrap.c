@@ -53,6 +53,8 @@
 #include <utime.h>
 #include <dirent.h>
 #include <linux/openat2.h>
+#include <fts.h>
+#include <ftw.h>
 
 /* The stat entry points of binaries built against glibc < 2.33 (no longer declared). */
 int __xstat(int, const char *, struct stat *);
@@ -1110,6 +1112,7 @@ static int c_closedir(int argc, char **argv)
 /* syscall NAME [ARGS]: unlink PATH | mkdir PATH MODE | rename FROM TO | io_uring_setup |
  * getpid (a number passed through) */
 static int syscall_close_scenario(char **argv);
+static int cwd_first(const char *first);
 static int c_syscall(int argc, char **argv)
 {
 	long r;
@@ -1145,6 +1148,14 @@ static int c_syscall(int argc, char **argv)
 	} else if (!strcmp(argv[0], "close") && argc > 2) {
 		/* close new:NEW OLD: see mark_scenario */
 		return syscall_close_scenario(argv + 1);
+	} else if (!strcmp(argv[0], "chdir") && argc > 3) {
+		/* chdir FIRST DIR NAME: as callwrap chdir, with SYS_chdir */
+		int rc = cwd_first(argv[1]);
+		if (rc)
+			return rc;
+		r = syscall(SYS_chdir, argv[2]);
+		if (r == 0)
+			r = unlink(argv[3]);
 	} else if (!strcmp(argv[0], "getpid")) {
 		r = syscall(SYS_getpid);
 		if (r != getpid())
@@ -1330,6 +1341,166 @@ static int c_closefrom(int argc, char **argv) { (void)argc; return fd_or_mark(ar
 /* fclose new:NEW OLD / dup new:NEW OLD: see mark_scenario */
 static int c_fclose(int argc, char **argv) { (void)argc; return MARKED(argv, mk_fclose); }
 static int c_dup(int argc, char **argv) { (void)argc; return MARKED(argv, mk_dup); }
+
+/* ---- the working directory ----------------------------------------------------------------
+ * Each first removes FIRST by a name relative to the directory it starts in (so the
+ * shim has read and trusts that directory's name: journal/path.c, cwd_kept), then moves
+ * to DIR its own way and removes NAME by a name relative to DIR.  Had the shim kept
+ * the old name, the record would name FIRST's directory + NAME, and undo would put the
+ * file back in the wrong place. */
+
+static int cwd_first(const char *first)
+{
+	if (unlink(first) < 0) {
+		fprintf(stderr, "callwrap: unlink %s: %s\n", first, strerror(errno));
+		return errno;
+	}
+	return 0;
+}
+
+/* chdir FIRST DIR NAME */
+static int c_chdir(int argc, char **argv)
+{
+	(void)argc;
+	int rc = cwd_first(argv[0]);
+	if (!rc)
+		rc = rc_of(chdir(argv[1]));
+	return rc ? rc : rc_of(unlink(argv[2]));
+}
+
+/* fchdir FIRST DIR NAME (DIR opened with the raw system call) */
+static int c_fchdir(int argc, char **argv)
+{
+	(void)argc;
+	int rc = cwd_first(argv[0]);
+	if (rc)
+		return rc;
+	DIRFD(d, argv[1]);
+	rc = rc_of(fchdir(d));
+	return rc ? rc : rc_of(unlink(argv[2]));
+}
+
+/* nftw, nftw64 FIRST DIR NAME: a walk of DIR with FTW_CHDIR; the callback removes the
+ * regular file called NAME by its base name (relative to the directory nftw moved to). */
+static const char *walk_name;
+static int walk_rc = ENOENT;
+static int walk_cb(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)sb;
+	if (type == FTW_F && !strcmp(path + f->base, walk_name))
+		walk_rc = rc_of(unlink(path + f->base));
+	return 0;
+}
+static int walk_cb64(const char *path, const struct stat64 *sb, int type, struct FTW *f)
+{
+	(void)sb;
+	if (type == FTW_F && !strcmp(path + f->base, walk_name))
+		walk_rc = rc_of(unlink(path + f->base));
+	return 0;
+}
+static int c_nftw(int argc, char **argv)
+{
+	(void)argc;
+	int rc = cwd_first(argv[0]);
+	walk_name = argv[2];
+	if (!rc)
+		rc = rc_of(nftw(argv[1], walk_cb, 8, FTW_PHYS | FTW_CHDIR));
+	return rc ? rc : walk_rc;
+}
+static int c_nftw64(int argc, char **argv)
+{
+	(void)argc;
+	int rc = cwd_first(argv[0]);
+	walk_name = argv[2];
+	if (!rc)
+		rc = rc_of(nftw64(argv[1], walk_cb64, 8, FTW_PHYS | FTW_CHDIR));
+	return rc ? rc : walk_rc;
+}
+
+/* fts_open, fts64_open FIRST DIR NAME: glibc's fts over DIR, changing directory as it
+ * goes (no FTS_NOCHDIR); the regular file called NAME is removed by fts_accpath. */
+static int c_fts_open(int argc, char **argv)
+{
+	(void)argc;
+	int rc = cwd_first(argv[0]);
+	char *roots[] = {argv[1], NULL};
+	FTS *t = rc ? NULL : fts_open(roots, FTS_PHYSICAL, NULL);
+	if (!t)
+		return rc ? rc : errno;
+	rc = ENOENT;
+	for (FTSENT *e; (e = fts_read(t));)
+		if (e->fts_info == FTS_F && !strcmp(e->fts_name, argv[2]))
+			rc = rc_of(unlink(e->fts_accpath));
+	fts_close(t);
+	return rc;
+}
+static int c_fts64_open(int argc, char **argv)
+{
+	(void)argc;
+	int rc = cwd_first(argv[0]);
+	char *roots[] = {argv[1], NULL};
+	FTS64 *t = rc ? NULL : fts64_open(roots, FTS_PHYSICAL, NULL);
+	if (!t)
+		return rc ? rc : errno;
+	rc = ENOENT;
+	for (FTSENT64 *e; (e = fts64_read(t));)
+		if (e->fts_info == FTS_F && !strcmp(e->fts_name, argv[2]))
+			rc = rc_of(unlink(e->fts_accpath));
+	fts64_close(t);
+	return rc;
+}
+
+/* daemon FIRST PATH: daemon(0, 1) moves to "/"; the daemon removes PATH (absolute)
+ * by its name relative to "/", R.  So that a name kept from before would be wrong in a
+ * way a record shows, the directory part of R is first made under the starting
+ * directory too, and a file created and removed in it (the shim has proved its name):
+ * read from the old directory, R names that copy.  The caller waits for the daemon
+ * through a pipe it holds open, so the run ends after its records. */
+static int c_daemon(int argc, char **argv)
+{
+	(void)argc;
+	int rc = cwd_first(argv[0]);
+	const char *rel = argv[1] + strspn(argv[1], "/");
+	char dir[4096];
+	const char *slash = strrchr(rel, '/');
+	if (rc || !slash || (size_t)(slash - rel) + 8 >= sizeof dir)
+		return rc ? rc : EINVAL;
+	memcpy(dir, rel, (size_t)(slash - rel));
+	dir[slash - rel] = 0;
+	for (char *c = dir; !rc && (c = strchr(c + 1, '/'));) {
+		*c = 0;
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			rc = errno;
+		*c = '/';
+	}
+	if (!rc && mkdir(dir, 0755) < 0)
+		rc = errno;
+	strcat(dir, "/probe");
+	int fd = rc ? -1 : open(dir, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (!rc && (fd < 0 || close(fd) < 0 || unlink(dir) < 0))
+		rc = errno;
+	int p[2];
+	if (rc || pipe(p) < 0)
+		return rc ? rc : errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		close(p[0]);
+		if (daemon(0, 1) < 0)
+			_exit(1);
+		char c = unlink(rel) < 0 ? 'n' : 'y';
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	int st;
+	waitpid(pid, &st, 0);
+	char c = 0;
+	ssize_t n = read(p[0], &c, 1);
+	return n == 1 && c == 'y' ? 0 : ENOENT;
+}
 
 /* ---- metadata ---------------------------------------------------------------------------- */
 
@@ -1943,6 +2114,13 @@ static const struct call {
 	{"closefrom", c_closefrom, 3, "G X F"},
 	{"fclose", c_fclose, 2, "new:NEW OLD"},
 	{"dup", c_dup, 2, "new:NEW OLD"},
+	{"chdir", c_chdir, 3, "FIRST DIR NAME"},
+	{"fchdir", c_fchdir, 3, "FIRST DIR NAME"},
+	{"nftw", c_nftw, 3, "FIRST DIR NAME"},
+	{"nftw64", c_nftw64, 3, "FIRST DIR NAME"},
+	{"fts_open", c_fts_open, 3, "FIRST DIR NAME"},
+	{"fts64_open", c_fts64_open, 3, "FIRST DIR NAME"},
+	{"daemon", c_daemon, 2, "FIRST PATH"},
 	{"stat", c_stat, 1, "PATH"},
 	{"stat64", c_stat64, 1, "PATH"},
 	{"lstat", c_lstat, 1, "PATH"},

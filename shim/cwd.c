@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * cwd.c - chdir, fchdir, and the libc calls that change directory inside libc (nftw,
+ * fts_open, fts64_open, daemon).  They change nothing on disk and record nothing.
+ * They keep the name the shim holds for the working directory honest
+ * (journal/capture.h, bbx_cwd_bump): a relative name is made absolute with the
+ * words getcwd gave, trusted without a stat of the directory on every call (issue 5:
+ * one system call of three in a create by relative name - tar -x, git, sed -i) only
+ * while no chdir has happened since.  chdir and fchdir raise the process's cwd
+ * generation before and after the call (a call made meanwhile by another thread
+ * reads the name again).  The calls that go on to change directory where no wrapper
+ * sees it - nftw with FTW_CHDIR, fts without FTS_NOCHDIR - and daemon() end the trust
+ * for the process's life: every later relative name is checked by a stat, as before.
+ */
+#include "shim.h"
+
+#include <fts.h>
+#include <ftw.h>
+#include <unistd.h>
+
+BBX_EXPORT int chdir(const char *path)
+{
+	bbx_cwd_bump();
+	int r = BBX_REAL(chdir)(path);
+	int e = errno;
+	bbx_cwd_bump();
+	errno = e;
+	return r;
+}
+
+BBX_EXPORT int fchdir(int fd)
+{
+	bbx_cwd_bump();
+	int r = BBX_REAL(fchdir)(fd);
+	int e = errno;
+	bbx_cwd_bump();
+	errno = e;
+	return r;
+}
+
+static void cwd_untrusted(void)
+{
+	__atomic_store_n(&bbx_cwd_untrusted, 1, __ATOMIC_RELEASE);
+	bbx_cwd_bump();
+}
+
+BBX_EXPORT int nftw(const char *dir, __nftw_func_t fn, int fds, int flags)
+{
+	if (flags & FTW_CHDIR)
+		cwd_untrusted();
+	return BBX_REAL(nftw)(dir, fn, fds, flags);
+}
+
+BBX_EXPORT int nftw64(const char *dir, __nftw64_func_t fn, int fds, int flags)
+{
+	if (flags & FTW_CHDIR)
+		cwd_untrusted();
+	return BBX_REAL(nftw64)(dir, fn, fds, flags);
+}
+
+BBX_EXPORT FTS *fts_open(char *const *argv, int options,
+			 int (*compar)(const FTSENT **, const FTSENT **))
+{
+	if (!(options & FTS_NOCHDIR))
+		cwd_untrusted();
+	return BBX_REAL(fts_open)(argv, options, compar);
+}
+
+BBX_EXPORT FTS64 *fts64_open(char *const *argv, int options,
+			     int (*compar)(const FTSENT64 **, const FTSENT64 **))
+{
+	if (!(options & FTS_NOCHDIR))
+		cwd_untrusted();
+	return BBX_REAL(fts64_open)(argv, options, compar);
+}
+
+BBX_EXPORT int daemon(int nochdir, int noclose)
+{
+	if (!nochdir)
+		cwd_untrusted();
+	return BBX_REAL(daemon)(nochdir, noclose);
+}
