@@ -386,8 +386,16 @@ int bbx_fdid_read_ok(int fd)
 void bbx_fdid_copy(int from, int to)
 {
 	uint64_t dev, ino;
-	if (bbx_fdid_get(from, &dev, &ino))
+	if (fdid_load(from, &dev, &ino))
 		bbx_fdid_set(to, dev, ino);
+}
+
+int bbx_fdid_dir(int fd, uint64_t *dev, uint64_t *ino)
+{
+	if (!fdid_load(fd, dev, ino) || !(*dev & BBX_FDID_READ))
+		return 0;
+	*dev &= ~(BBX_FDID_READ | BBX_FDID_KEPT);
+	return 1;
 }
 
 void bbx_fdid_forget(int lo, int hi)

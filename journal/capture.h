@@ -184,8 +184,13 @@ void bbx_fdid_set(int fd, uint64_t dev, uint64_t ino);
 int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino);
 /* 1 when fd carries a deny_read mark (BBX_FDID_READ). */
 int bbx_fdid_read_ok(int fd);
-/* The mark of from, if any, given to to as well (dup2, dup3: the same open file). */
+/* The mark of from, of whatever kind, given to to as well (dup2, dup3, fcntl's
+ * F_DUPFD: the same open file). */
 void bbx_fdid_copy(int from, int to);
+/* 1 and the directory's (dev, ino) when fd carries a deny_read mark (BBX_FDID_READ: a
+ * directory, its identity taken by the fstat of its open), else 0.  The capture names
+ * a call relative to fd by it (path.c, dir_name). */
+int bbx_fdid_dir(int fd, uint64_t *dev, uint64_t *ino);
 /* Forgets the marks of descriptors lo..hi (inclusive).  A load and a compare when
  * there are none. */
 void bbx_fdid_forget(int lo, int hi);

@@ -266,6 +266,20 @@ int bbx_dname_known(const char *p, struct stat *sb)
 static int dir_name(int fd, char *out, size_t cap)
 {
 	struct bbx_scratch *s = bbx_stat_epoch ? bbx_scratch() : NULL;
+	/* A directory descriptor whose open took its identity (the deny_read check,
+	 * capture.h BBX_FDID_READ: rm -r, find -delete, shutil.rmtree open every
+	 * directory that way): that identity stands for the fstat while the mark holds,
+	 * and the name kept for it is trusted as below; the capture gets the identity
+	 * alone (bbx_stat_memo_ident), which is all it asks of a directory the run made. */
+	uint64_t mdev, mino, mgen = s ? bbx_dname_gen() : 0;
+	const char *mk = mgen && bbx_fdid_dir(fd, &mdev, &mino) ? dname_by_id(s, mdev, mino, mgen)
+								: NULL;
+	size_t ml = mk ? strlen(mk) : 0;
+	if (ml && ml < cap) {
+		memcpy(out, mk, ml + 1);
+		bbx_stat_memo_ident(out, mdev, mino);
+		return 0;
+	}
 	struct stat fb;
 	if (!s || bbx_sys_fstatat(fd, "", &fb, AT_EMPTY_PATH) || !S_ISDIR(fb.st_mode))
 		return bbx_path_fd(fd, out, cap);

@@ -113,7 +113,9 @@ BBX_EXPORT int fclose(FILE *f)
 BBX_EXPORT int dup(int fd)
 {
 	int r = BBX_REAL(dup)(fd);
-	if (r >= 0)
+	if (r >= 0) {
 		bbx_fdid_forget(r, r);
+		bbx_fdid_copy(fd, r);
+	}
 	return r;
 }

@@ -141,8 +141,10 @@ static int do_fcntl(const char *op, int (*real)(int, int, ...), int fd, int cmd,
 	int saved;
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
 		int r = real(fd, cmd, arg);
-		if (r >= 0)
+		if (r >= 0) {
 			bbx_fdid_forget(r, r); /* as dup() (fd.c) */
+			bbx_fdid_copy(fd, r);  /* rm -r works through such a copy */
+		}
 		return r;
 	}
 	if (cmd == F_SETFL && fd == bbx_journal_fd() && fd >= 0)

@@ -102,8 +102,11 @@ budget createmeta 300 100 "as create; fchmod, fchown and futimens of the new des
 # rm -r, find -delete, shutil.rmtree: names relative to a directory descriptor.  Its name
 # is learnt once (readlink of /proc/self/fd); on later calls the descriptor's fstat finds
 # it by the directory's identity, and the name is trusted while the run's namespace
-# generation holds (journal/path.c, dir_name: an lstat of the name was one more).
-budget unlinkat 300 10 "fstat of the descriptor (the directory's stat for the capture), lstat of the entry; the record held back" 2
+# generation holds (journal/path.c, dir_name: an lstat of the name was one more).  A
+# descriptor whose open took the directory's identity (the deny_read check's mark,
+# kept through dup and fcntl's F_DUPFD as rm's fts uses them) needs no fstat either,
+# when the run made the directory (capture.c, trusted_unprotected; this one it did).
+budget unlinkat 110 10 "lstat of the entry; the directory's identity from its descriptor's mark, the record held back" 2
 n=$(bbx-log "$T_TMP/j.unlinkat" | grep -cE " delete unlinkat [^ ]*/f[0-9]+ ok$")
 [ "$n" -eq $N ]; ok $? "unlinkat: every held-back removal is in the journal at the end, with its outcome ($n of $N)"
 [ "$PROCFD" -le 1 ]; ok $? "unlinkat: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"

@@ -399,6 +399,10 @@ cases() {
 	t fclose META:fchmod "a stream on a created file, then g at its descriptor's number" new:@W/made @W/g
 	t dup META:fchmod "a number closed behind libc's back, handed out again" new:@W/made @W/g
 	t syscall META:fchmod "SYS_close of a created file's descriptor" close new:@W/made @W/g
+	# ---- a directory descriptor's mark (its identity, taken by its open): the name of
+	# a removal through it (journal/path.c, dir_name); closed, the number reused for
+	# another directory where no wrapper sees: the removal through it names that one
+	t closedir PRESERVE:unlinkat+PRESERVE:unlinkat "d/inner through d's descriptor, then f through the workspace's at that number" @W/d @W inner f
 	# ---- the working directory (shim/cwd.c): f removed by a name relative to the
 	# workspace (its name now trusted), then a file removed by a name relative to where
 	# the call moved; the record must name where it really was, or undo misplaces it

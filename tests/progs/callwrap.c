@@ -1085,15 +1085,18 @@ static int c_fdopendir(int argc, char **argv)
 	NUM(fd, argv[0]);
 	return list_dir(fdopendir((int)fd));
 }
-/* closedir DIR1 DIR2: DIR1 opened (a wrapped open), listed through fdopendir and closed
- * with closedir (the wrapped call); then DIR2 opened at the same number with a raw
- * system call, which no wrapper sees, and listed through fdopendir.  Fails if the
- * number was not reused. */
+/* closedir DIR1 DIR2 [NAME1 NAME2]: DIR1 opened (a wrapped open), listed through
+ * fdopendir and closed with closedir (the wrapped call); then DIR2 opened at the same
+ * number with a raw system call, which no wrapper sees, and listed through fdopendir.
+ * With NAME1 and NAME2, NAME1 is removed through DIR1's descriptor before the closedir
+ * and NAME2 through DIR2's instead of the second listing: its record must name DIR2,
+ * whatever the number's mark said of DIR1.  Fails if the number was not reused. */
 static int c_closedir(int argc, char **argv)
 {
-	(void)argc;
 	int fd = open(argv[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
+		return errno;
+	if (argc > 3 && unlinkat(fd, argv[2], 0) < 0)
 		return errno;
 	DIR *d = fdopendir(fd);
 	if (!d)
@@ -1107,6 +1110,8 @@ static int c_closedir(int argc, char **argv)
 		fprintf(stderr, "%s: %s: %s opened at %d, not at %d\n", prog, cur, argv[1], fd2, fd);
 		return FAILED;
 	}
+	if (argc > 3)
+		return rc_of(unlinkat(fd2, argv[3], 0));
 	return list_dir(fdopendir(fd2));
 }
 /* syscall NAME [ARGS]: unlink PATH | mkdir PATH MODE | rename FROM TO | io_uring_setup |
