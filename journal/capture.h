@@ -198,13 +198,15 @@ void bbx_fdid_forget(int lo, int hi);
 /* Directories whose names were proved (path.c): by the kernel (readlink of a
  * descriptor, or openat2 with RESOLVE_NO_SYMLINKS of canonical words), then, on later
  * calls, while the run's namespace generation (state.h, bbx_state_nsgen) has not moved
- * since the proof: the directory the call will act in is found to have the same
- * (dev, ino) - an fstat of the call's descriptor, a stat of a relative path's
- * directory part, or, for absolute words (bbx_dname_known), an lstat of the words.
- * bbx_nsgen (run.h): the generation word of the run this process opened.
+ * since the proof: the words still name the directory proved, whose (dev, ino) the
+ * proof gives (session 39: no stat of a relative path's directory part while the
+ * working directory's name is trusted, none of absolute words); a call through a
+ * descriptor finds its directory by the descriptor's identity (its deny_read mark, else
+ * an fstat).  bbx_nsgen (run.h): the generation word of the run this process opened.
  * bbx_dname_gen() is read before a proof, bbx_dname_put() keeps it; bbx_dname_known(p,
- * sb) answers 1 with p's lstat in sb (and in the memo, as the kernel's own name) when p
- * is proved.  Per thread; the memo's epoch must be running (the shim's wrappers). */
+ * sb) answers 1 when p is proved, with its identity in sb (and in the memo, as the
+ * kernel's own name, identity only: bbx_stat_memo_ident).  Per thread; the memo's epoch
+ * must be running (the shim's wrappers). */
 uint64_t bbx_dname_gen(void);
 void bbx_dname_put(const char *p, const struct stat *sb, uint64_t gen);
 int bbx_dname_known(const char *p, struct stat *sb);

@@ -317,16 +317,18 @@ static int bbx_cwd_trusted(const struct bbx_scratch *s)
 }
 
 /* The working directory's name kept from an earlier call (bbx_scratch: cwd_gen), for a
- * relative path whose directory part is "" or a directory proved before (bbx_dname):
- * one stat of that directory part, relative to the real working directory, must find
- * the identity the name was proved with, in the same namespace generation.  So what
- * the call will act in is checked on every call, as getcwd did; a chdir of any kind
- * (glibc's own nftw and daemon() change directory behind the PLT) shows as another
- * identity and the name is read again.  The stat goes into the memo as the kernel's
- * name of that directory: the capture's DIRMETA check and the policy's need no other.
- * Replaces getcwd and the capture's stat of the directory with one call (issue 5: a
- * create or removal by relative path, tar -x, sed -i, git).  The trust in the words is
- * dir_name's (above).  1 when out holds the cwd's name. */
+ * relative path whose directory part is "" or a directory proved before (bbx_dname).
+ * While no chdir has moved the working directory since getcwd gave the name (the cwd
+ * generation, shim/cwd.c; capture.h, bbx_cwd_bump), the name and the proof are trusted
+ * as dir_name trusts a descriptor's (above), and the directory's identity comes from
+ * the proof: it goes into the memo alone (bbx_stat_memo_ident), no system call at all
+ * (issue 5, session 39: tar -x, git's objects, sed -i).  Otherwise one stat of the
+ * directory part, relative to the real working directory, must find the identity the
+ * name was proved with, in the same namespace generation; a chdir of any kind shows
+ * as another identity and the name is read again, and the stat goes into the memo as
+ * the kernel's name of that directory, for the capture's DIRMETA check and the
+ * policy's.  Either replaces getcwd and the capture's stat of the directory.  1 when
+ * out holds the cwd's name. */
 static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t cap)
 {
 	uint64_t gen = bbx_dname_gen();
