@@ -329,14 +329,37 @@ static int bbx_cwd_trusted(const struct bbx_scratch *s)
  * the kernel's name of that directory, for the capture's DIRMETA check and the
  * policy's.  Either replaces getcwd and the capture's stat of the directory.  1 when
  * out holds the cwd's name. */
+/* path past its leading "./" components (and the slashes after them). */
+static const char *past_dot_slash(const char *path)
+{
+	while (path[0] == '.' && path[1] == '/')
+		for (path += 2; *path == '/'; path++)
+			;
+	return path;
+}
+
+/* The working directory's name kept in s, "/" and the first rl bytes of rel, into w
+ * (cap bytes).  0, or -1 when it does not fit. */
+static int cwd_join(const struct bbx_scratch *s, const char *rel, size_t rl, char *w,
+		    size_t cap)
+{
+	size_t cl = strlen(s->cwd);
+	int root = cl == 1;
+	if (cl + 1 + rl >= cap)
+		return -1;
+	memcpy(w, s->cwd, cl);
+	w[cl] = '/';
+	memcpy(w + cl + !root, rel, rl);
+	w[cl + !root + rl] = 0;
+	return 0;
+}
+
 static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t cap)
 {
 	uint64_t gen = bbx_dname_gen();
 	if (!gen || s->cwd_gen != gen)
 		return 0;
-	while (path[0] == '.' && path[1] == '/')
-		for (path += 2; *path == '/'; path++)
-			;
+	path = past_dot_slash(path);
 	if (!*path || !bbx_path_clean(path))
 		return 0;
 	size_t cl = strlen(s->cwd);
@@ -359,13 +382,8 @@ static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t c
 			return 0;
 		memcpy(par, s->cwd, cl + 1);
 	} else {
-		int root = cl == 1;
-		if (cl + 1 + dl >= sizeof par)
+		if (cwd_join(s, path, dl, par, sizeof par))
 			return 0;
-		memcpy(par, s->cwd, cl);
-		par[cl] = '/';
-		memcpy(par + cl + !root, path, dl);
-		par[cl + !root + dl] = 0;
 		uint64_t pg, pdev, pino;
 		if (bbx_cwd_trusted(s) && dname_by_words(s, par, &pg, &pdev, &pino) && pg == gen) {
 			memcpy(out, s->cwd, cl + 1);
@@ -404,19 +422,12 @@ int bbx_dname_trusted_rel(const char *path, uint64_t *dev, uint64_t *ino)
 	uint64_t gen = bbx_dname_gen();
 	if (!s || !gen || s->cwd_gen != gen || !bbx_cwd_trusted(s))
 		return 0;
-	while (path[0] == '.' && path[1] == '/')
-		for (path += 2; *path == '/'; path++)
-			;
-	size_t cl = strlen(s->cwd), pl = strlen(path);
-	if (!cl || !pl || path[0] == '/' || path[pl - 1] == '/' || !bbx_path_clean(path))
-		return 0;
+	path = past_dot_slash(path);
+	size_t pl = strlen(path);
 	char w[BBX_MEMO_PATH];
-	int root = cl == 1;
-	if (cl + 1 + pl >= sizeof w)
+	if (!s->cwd[0] || !pl || path[0] == '/' || path[pl - 1] == '/' || !bbx_path_clean(path) ||
+	    cwd_join(s, path, pl, w, sizeof w))
 		return 0;
-	memcpy(w, s->cwd, cl);
-	w[cl] = '/';
-	memcpy(w + cl + !root, path, pl + 1);
 	uint64_t g;
 	return dname_by_words(s, w, &g, dev, ino) && g == gen;
 }

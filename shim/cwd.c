@@ -18,25 +18,20 @@
 #include <ftw.h>
 #include <unistd.h>
 
-BBX_EXPORT int chdir(const char *path)
-{
-	bbx_cwd_bump();
-	int r = BBX_REAL(chdir)(path);
-	int e = errno;
-	bbx_cwd_bump();
-	errno = e;
-	return r;
-}
+/* The real call between two raises of the cwd generation, its errno kept. */
+#define MOVE_BODY(realcall)                                                                 \
+	do {                                                                                \
+		bbx_cwd_bump();                                                             \
+		int r_ = realcall;                                                          \
+		int e_ = errno;                                                             \
+		bbx_cwd_bump();                                                             \
+		errno = e_;                                                                 \
+		return r_;                                                                  \
+	} while (0)
 
-BBX_EXPORT int fchdir(int fd)
-{
-	bbx_cwd_bump();
-	int r = BBX_REAL(fchdir)(fd);
-	int e = errno;
-	bbx_cwd_bump();
-	errno = e;
-	return r;
-}
+BBX_EXPORT int chdir(const char *path) { MOVE_BODY(BBX_REAL(chdir)(path)); }
+
+BBX_EXPORT int fchdir(int fd) { MOVE_BODY(BBX_REAL(fchdir)(fd)); }
 
 static void cwd_untrusted(void)
 {
