@@ -21,7 +21,7 @@ op, n = sys.argv[1], int(sys.argv[2])
 open("warm", "w").close()
 if op in ("rename", "link"):
     open("src", "w").close()
-if op in ("unlink", "unlinkat"):
+if op in ("unlink", "unlinkat", "unlinkatdup"):
     for i in range(n):
         open("f%d" % i, "w").close()
 if op == "object":
@@ -63,11 +63,17 @@ if op == "mkstemp":
 here = os.getcwd()
 if op == "chmodatold":
     dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
-if op == "unlinkat":
+if op in ("unlinkat", "unlinkatdup"):
     os.mkdir("d")
     for i in range(n):
         os.rename("f%d" % i, "d/f%d" % i)
     dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
+if op == "unlinkatdup":
+    # rm -r (gnulib's fts): the directory's descriptor copied by fcntl(F_DUPFD_CLOEXEC),
+    # the first one closed, every removal through the copy
+    import fcntl
+    first, dfd = dfd, fcntl.fcntl(dfd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(first)
 os.access("/BBX-COST-BEGIN", 0)
 for i in range(n):
     if op == "rename":
@@ -81,7 +87,7 @@ for i in range(n):
         os.close(fd)
     elif op in ("unlink", "unlinkold", "unlinkxdev"):
         os.unlink("f%d" % i)
-    elif op == "unlinkat":
+    elif op in ("unlinkat", "unlinkatdup"):
         os.unlink("f%d" % i, dir_fd=dfd)
     elif op == "chmodold":
         os.chmod("f%d" % i, 0o640)

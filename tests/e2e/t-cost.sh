@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=84
+PLAN=86
 plan $PLAN
 
 N=100
@@ -111,6 +111,9 @@ n=$(bbx-log "$T_TMP/j.unlinkat" | grep -cE " delete unlinkat [^ ]*/f[0-9]+ ok$")
 [ "$n" -eq $N ]; ok $? "unlinkat: every held-back removal is in the journal at the end, with its outcome ($n of $N)"
 [ "$PROCFD" -le 1 ]; ok $? "unlinkat: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"
 [ "$ABSENTRY" -eq 0 ]; ok $? "unlinkat: the entries stated and linked through the descriptor, never by absolute path ($ABSENTRY times)"
+# rm -r's own way: the directory's descriptor copied by fcntl(F_DUPFD_CLOEXEC) and the
+# first closed; the copy carries the mark (shim/size.c, do_fcntl).
+budget unlinkatdup 110 10 "as unlinkat, through fcntl's copy of the descriptor" 2
 # chmod of a file older than the run: its META (old mode, owner, times) written ahead.
 # The capture's first question, whether the run created it, is a stat that follows a
 # symlink; it is asked as an lstat, whose answer stands for both unless the name is a
