@@ -115,8 +115,16 @@ div() { echo "$1 / $2" | bc -l; }
 
 # real_tree DIR: a real tree copied into DIR (made): the node_modules tree of npm.sh's
 # project when its cache is there, else bbx's own `git archive` 4 times; prints which.
+# The node_modules tree is installed once from npm.sh's cache (offline, untimed) and
+# kept beside its lock file: npm.sh itself leaves none there.
 real_tree() {
-	local nm="$CACHE/npmproj/node_modules" i
+	local p="$CACHE/npmproj" nm="$CACHE/npmproj/node_modules" i
+	if [ ! -d "$nm" ] && [ -f "$p/package-lock.json" ] && [ -d "$CACHE/npm" ] &&
+		command -v npm >/dev/null 2>&1; then
+		(cd "$p" && npm ci --offline --cache "$CACHE/npm" --no-audit --no-fund \
+			--omit-lockfile-registry-resolved=false --loglevel=error) >/dev/null 2>&1 ||
+			rm -rf "$nm"
+	fi
 	mkdir -p "$1"
 	if [ -d "$nm" ]; then
 		cp -a "$nm/." "$1/"

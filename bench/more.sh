@@ -17,7 +17,9 @@
 #   gitswitch  git switch between two commits 300 files apart, and back
 #   patch      patch -p1 of a 300-file diff
 #   scan       find -name '*.json' and grep -r of the tree: read-only traversals (an
-#              open, an fdopendir and a listing of every directory; grep opens every file)
+#              open, an fdopendir and a listing of every directory; grep opens every file;
+#              its pattern, written with a bracket, does not match this script in the
+#              git-archive fallback tree)
 # Usage: bench/more.sh [ROUNDS]   (BENCH_MORE: which of them, default all, in this order)
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-$ROUNDS}
@@ -62,7 +64,7 @@ for w in ${BENCH_MORE:-cpr cpaover tarover touch chmod rmold finddel gitswitch p
 	     setup() { mkdir -p "$WD" && cp -a "$W/tpl/repo" "$WD/repo"; }
 	     bench patch sh -c "patch -s -p1 -d repo <'$W/d.patch'" ;;
 	scan) setup() { mkdir -p "$WD" && cp -a "$W/tpl/t" "$WD/t"; }
-	     bench scan sh -c "find t -name '*.json' >/dev/null && ! grep -rq 'no such text, anywhere' t" ;;
+	     bench scan sh -c "find t -name '*.json' >/dev/null && ! grep -rq 'no such text[,] anywhere' t" ;;
 	*) echo "more: unknown workload $w" >&2; exit 2 ;;
 	esac
 	table "$w"
