@@ -374,13 +374,26 @@ static int fdid_load(int fd, uint64_t *dev, uint64_t *ino)
 
 int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino)
 {
-	return fdid_load(fd, dev, ino) && !(*dev & BBX_FDID_READ);
+	return fdid_load(fd, dev, ino) && !(*dev & (BBX_FDID_READ | BBX_FDID_CLEAN));
 }
 
 int bbx_fdid_read_ok(int fd)
 {
 	uint64_t dev, ino;
-	return fdid_load(fd, &dev, &ino) && (dev & BBX_FDID_READ);
+	return fdid_load(fd, &dev, &ino) && (dev & (BBX_FDID_READ | BBX_FDID_CLEAN));
+}
+
+int bbx_fdid_clean(int fd)
+{
+	uint64_t dev, ino;
+	return fdid_load(fd, &dev, &ino) && (dev & BBX_FDID_CLEAN);
+}
+
+void bbx_fdid_identify(int fd, uint64_t dev, uint64_t ino)
+{
+	uint64_t md, mi;
+	if (fdid_load(fd, &md, &mi) && (md & BBX_FDID_CLEAN) && !(md & BBX_FDID_READ))
+		bbx_fdid_set(fd, dev | BBX_FDID_READ | BBX_FDID_CLEAN, ino);
 }
 
 void bbx_fdid_copy(int from, int to)
@@ -394,7 +407,7 @@ int bbx_fdid_dir(int fd, uint64_t *dev, uint64_t *ino)
 {
 	if (!fdid_load(fd, dev, ino) || !(*dev & BBX_FDID_READ))
 		return 0;
-	*dev &= ~(BBX_FDID_READ | BBX_FDID_KEPT);
+	*dev &= ~(BBX_FDID_READ | BBX_FDID_KEPT | BBX_FDID_CLEAN);
 	return 1;
 }
 

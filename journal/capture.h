@@ -146,6 +146,9 @@ int bbx_path_cwd(char *out, size_t cap);
  * directory inside libc, where no wrapper sees the change (nftw with FTW_CHDIR, fts
  * without FTS_NOCHDIR, daemon), for the rest of the process's life. */
 void bbx_cwd_bump(void);
+/* The generation itself (the shim's read filter keeps its own verdict on the working
+ * directory by it: shim.h, bbx_rf_cwd). */
+extern unsigned bbx_cwd_gen;
 /* A name relative to the working directory that names a directory this thread proved
  * (bbx_dname), in this namespace generation and with the working directory's name
  * trusted: 1 and its identity, taken without a system call; else 0. */
@@ -179,11 +182,25 @@ extern int bbx_cwd_untrusted;
  * directory).  closedir, which closes the descriptor inside libc, forgets it first
  * (shim/read.c).  bbx_fdid_get does not report it; bbx_fdid_read_ok does. */
 #define BBX_FDID_READ (1ull << 62)
+/* A fourth, flagged in dev too, alone or with BBX_FDID_READ: a directory descriptor whose
+ * every descendant by name is under no deny_read root (shim.h, bbx_rf_open: opened by
+ * words that reach a prefix no root begins with, or by a name without symlinks beneath
+ * such a directory).  A read-only open relative to it is then decided by its words
+ * alone, as an absolute one is.  Alone, the mark carries no identity (ino
+ * BBX_FDID_NOID): dir_name's first fstat of the descriptor adds it, with
+ * BBX_FDID_READ (bbx_fdid_identify). */
+#define BBX_FDID_CLEAN (1ull << 61)
+#define BBX_FDID_NOID (~0ull)
 void bbx_fdid_set(int fd, uint64_t dev, uint64_t ino);
 /* 1 and (dev, ino) when fd carries a creation or kept mark, else 0. */
 int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino);
-/* 1 when fd carries a deny_read mark (BBX_FDID_READ). */
+/* 1 when fd carries a deny_read mark (BBX_FDID_READ or BBX_FDID_CLEAN). */
 int bbx_fdid_read_ok(int fd);
+/* 1 when fd carries BBX_FDID_CLEAN. */
+int bbx_fdid_clean(int fd);
+/* fd's identity, stated by the caller, added to its BBX_FDID_CLEAN mark (if it has
+ * one), which becomes BBX_FDID_READ | BBX_FDID_CLEAN. */
+void bbx_fdid_identify(int fd, uint64_t dev, uint64_t ino);
 /* The mark of from, of whatever kind, given to to as well (dup2, dup3, fcntl's
  * F_DUPFD: the same open file). */
 void bbx_fdid_copy(int from, int to);

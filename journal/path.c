@@ -283,6 +283,9 @@ static int dir_name(int fd, char *out, size_t cap)
 	struct stat fb;
 	if (!s || bbx_sys_fstatat(fd, "", &fb, AT_EMPTY_PATH) || !S_ISDIR(fb.st_mode))
 		return bbx_path_fd(fd, out, cap);
+	/* A descriptor opened by words alone (BBX_FDID_CLEAN, no identity): this fstat
+	 * gives it one, so the next call through it is named as above. */
+	bbx_fdid_identify(fd, fb.st_dev, fb.st_ino);
 	uint64_t gen = bbx_dname_gen();
 	const char *kept = gen ? dname_by_id(s, fb.st_dev, fb.st_ino, gen) : NULL;
 	size_t l = kept ? strlen(kept) : 0;
@@ -300,7 +303,7 @@ static int dir_name(int fd, char *out, size_t cap)
 	return 0;
 }
 
-BBX_HOT static unsigned bbx_cwd_gen;
+BBX_HOT unsigned bbx_cwd_gen;
 BBX_HOT int bbx_cwd_untrusted;
 
 void bbx_cwd_bump(void)

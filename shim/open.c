@@ -89,7 +89,7 @@ static inline __attribute__((always_inline)) int devnull_open(const char *path, 
 				return realcall;                                            \
 			const char *wp_ = (path);                                           \
 			__asm__("" : "+r"(wp_)); /* nonnull in the prototype only */       \
-			long fr_ = bbx_rf_open(wp_, (flags));                               \
+			long fr_ = bbx_rf_open((dirfd), wp_, (flags));                      \
 			if (fr_ > BBX_RF_GENERAL) {                                         \
 				if (fr_ >= 0)                                               \
 					return (int)fr_;                                    \
@@ -98,6 +98,8 @@ static inline __attribute__((always_inline)) int devnull_open(const char *path, 
 			}                                                                   \
 			if (!bbx_enter(&saved_))                                            \
 				return realcall;                                            \
+			if (fr_ == BBX_RF_GENERAL)                                          \
+				bbx_rf_learn();                                             \
 			if (fr_ != BBX_RF_TRIED &&                                          \
 			    bbx_read_open_exact((path), (flags), saved_, &xfd_))            \
 				return xfd_;                                                \

@@ -138,7 +138,36 @@ static void rfilt_build(const struct bbx_pol_hdr *p)
 	if (!__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) && bbx_run.jino)
 		bbx_rfilt.mark = bbx_mark();
 	bbx_rfilt.exact = p->reads_exact != 0;
+	bbx_rfilt.cwd_eval = 0;
 	__atomic_store_n(&bbx_rfilt.ready, 1, __ATOMIC_RELEASE);
+}
+
+int bbx_rf_cwd(unsigned *gen)
+{
+	if (__atomic_load_n(&bbx_cwd_untrusted, __ATOMIC_RELAXED))
+		return 0;
+	unsigned g = __atomic_load_n(&bbx_cwd_gen, __ATOMIC_ACQUIRE);
+	unsigned want = 2 * g + 2, v = __atomic_load_n(&bbx_rfilt.cwd_eval, __ATOMIC_RELAXED);
+	if ((v & ~1u) != want) {
+		/* Once per cwd generation: the system call itself (libc's getcwd would set
+		 * errno on failure), whose answer for a directory out of reach of this
+		 * process's root begins "(unreachable)", and for a removed one fails. */
+		char cwd[PATH_MAX];
+		long n = bbx_sys_raw4(SYS_getcwd, (long)cwd, sizeof cwd, 0, 0);
+		int clean = n > 1 && cwd[0] == '/' && bbx_path_clean(cwd) && bbx_rf_subtree(cwd);
+		if (__atomic_load_n(&bbx_cwd_gen, __ATOMIC_ACQUIRE) != g)
+			return 0; /* a chdir meanwhile: the answer may be the old directory's */
+		v = want | (unsigned)clean;
+		__atomic_store_n(&bbx_rfilt.cwd_eval, v, __ATOMIC_RELAXED);
+	}
+	*gen = g;
+	return (int)(v & 1);
+}
+
+void bbx_rf_learn(void)
+{
+	if (bbx_rf_ready() && bbx_rfilt.exact && !__atomic_load_n(&bbx_rfilt.mark, __ATOMIC_RELAXED))
+		__atomic_store_n(&bbx_rfilt.mark, bbx_mark(), __ATOMIC_RELAXED);
 }
 
 /* [redact]'s patterns are used where they lie, in the mapped policy, when each kind is

@@ -374,6 +374,11 @@ struct bbx_rfilt {
 	/* a prefix's 32-bit FNV-1a hash with its two low bits replaced: bit 0 set (an
 	 * entry), bit 1 set when the prefix is a whole root.  0: empty slot. */
 	uint32_t npfx, pfx[BBX_RF_PFX_SLOTS];
+	/* The verdict on the working directory (bbx_rf_cwd): 2 * the cwd generation
+	 * (capture.h, bbx_cwd_gen) + 2 it was taken in, plus 1 when the directory's
+	 * subtree is under no root (bbx_rf_subtree).  0: none.  (In the struct's tail
+	 * padding: the loader's page has no byte more to give.) */
+	unsigned cwd_eval;
 };
 extern struct bbx_rfilt bbx_rfilt;
 
@@ -405,9 +410,10 @@ static inline int bbx_rf_pfx(uint32_t h)
 /* 1: the absolute path reaches, component by component, a prefix no deny_read root
  * begins with, before any root and any "", "." or ".." component (those, and a path
  * that reaches a root, go the general way: 0).  A path that is a proper prefix of roots
- * ("/home/ann" itself) is under none of them.  Hashes collide only towards 0 or on: a
- * prefix of a real root is always found. */
-static inline int bbx_rf_walk(const char *path)
+ * ("/home/ann" itself) is under none of them, unless subtree asks for the path's whole
+ * subtree: then it must reach such a prefix itself ("/home/ann/proj").  Hashes collide
+ * only towards 0 or on: a prefix of a real root is always found. */
+static inline int bbx_rf_walk(const char *path, int subtree)
 {
 	uint32_t h = bbx_rf_fnv(BBX_RF_FNV0, '/');
 	size_t s = 1; /* where the current component starts */
@@ -421,7 +427,7 @@ static inline int bbx_rf_walk(const char *path)
 			if (k != 1)
 				return k == 0;
 			if (!c)
-				return 1;
+				return !subtree;
 			s = i + 1;
 		}
 		h = bbx_rf_fnv(h, c);
@@ -442,7 +448,20 @@ static inline int bbx_rf_words(const char *path)
 	unsigned char b1 = (unsigned char)path[1];
 	if (!(bbx_rfilt.words[b1 >> 6] >> (b1 & 63) & 1))
 		return 1;
-	return bbx_rfilt.npfx && bbx_rf_walk(path);
+	return bbx_rfilt.npfx && bbx_rf_walk(path, 0);
+}
+
+/* 1: nothing named beneath the absolute canonical path (not NULL), nor the path itself,
+ * is under a deny_read root: its first component is no root's by its first byte, or
+ * the walk reaches a prefix no root begins with. */
+static inline int bbx_rf_subtree(const char *path)
+{
+	unsigned char b1 = (unsigned char)path[1];
+	if (path[0] != '/' || !b1)
+		return 0;
+	if (!(bbx_rfilt.words[b1 >> 6] >> (b1 & 63) & 1))
+		return 1;
+	return bbx_rfilt.npfx && bbx_rf_walk(path, 1);
 }
 
 static inline unsigned bbx_rf_ino_bit(uint64_t ino)
@@ -459,19 +478,6 @@ static inline int bbx_rf_dotdot(const char *path)
 	return 0;
 }
 
-/* A read-only open that bbx_read_open_exact would answer, answered without the guard,
- * the policy's pages or a verdict: the words clear it (bbx_rf_words: its first
- * component is under no deny_read root, and '.' and '/' are in the set, so "/./" and
- * "//" go the general way), it has no "..", and openat2 with RESOLVE_NO_SYMLINKS
- * reaches what the words name (reads_exact: no listed inode has another name).
- * Returns the descriptor or -errno; BBX_RF_GENERAL to take the general path without
- * trying; BBX_RF_TRIED when openat2 refused (a symlink on the way, flags it does not
- * take): the general path then skips bbx_read_open_exact, which would make the same
- * call (a build's opens through /lib -> usr/lib made it twice, 1,700 system calls in a
- * configure + make of bbx).  errno untouched.  (Inline, by the
- * instruction: out of line, through libc's syscall() and strstr, open+close cost ~100
- * ns more here, pinned A/B runs; code brought back into the cache after the system
- * call, not instructions.) */
 /* An openat2 error that says nothing of the path (a symlink on the way, flags or a
  * kernel it does not take): the general path decides instead. */
 static inline int bbx_openat2_refused(long e)
@@ -482,17 +488,84 @@ static inline int bbx_openat2_refused(long e)
 
 #define BBX_RF_GENERAL (-4096L)
 #define BBX_RF_TRIED (-4097L)
-static inline long bbx_rf_open(const char *path, int flags)
+/* 1 with *gen set when the working directory's subtree is under no deny_read root
+ * (bbx_rf_subtree of getcwd's answer, taken once per cwd generation and kept in
+ * bbx_rfilt.cwd_eval), in cwd generation *gen; else 0 (not trusted: the generation
+ * moved, or bbx_cwd_untrusted).  shim/policy.c. */
+int bbx_rf_cwd(unsigned *gen);
+/* The run's mark (bbx_mark) for bbx_rf_open, learnt by a process whose first read-only
+ * open took the general path (a relative name: bbx_read_open_exact, which learns it
+ * for an absolute one, is not asked).  Guard held. */
+void bbx_rf_learn(void);
+/* A read-only open by a relative name: its words decide when the directory it is
+ * relative to is clean (the working directory by bbx_rf_cwd, a descriptor by its
+ * BBX_FDID_CLEAN mark) and the kernel reaches the object beneath that directory by
+ * the very words, without a symlink (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): no ".."
+ * out of it, no magic link, and (reads_exact) no second name of a listed inode.  A
+ * directory opened so (O_DIRECTORY) is clean too, and marked; any other descriptor
+ * number it returns loses a stale mark.  A chdir between the verdict and the call
+ * voids it: the descriptor is closed and the general path decides (errno untouched
+ * throughout). */
+static inline long bbx_rf_open_rel(int dirfd, const char *path, int flags, long mark)
+{
+	unsigned g = 0;
+	if (!path[0] || (dirfd == AT_FDCWD ? !bbx_rf_cwd(&g) : !bbx_fdid_clean(dirfd)))
+		return BBX_RF_GENERAL;
+	struct open_how how = {.flags = (uint64_t)(unsigned)flags,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+	long r = bbx_sys_raw5(SYS_openat2, dirfd, (long)path, (long)&how, sizeof how, mark);
+	if (r < 0 && bbx_openat2_refused(-r))
+		return BBX_RF_TRIED;
+	if (dirfd == AT_FDCWD && __atomic_load_n(&bbx_cwd_gen, __ATOMIC_ACQUIRE) != g) {
+		if (r >= 0)
+			bbx_sys_raw4(SYS_close, r, 0, 0, 0);
+		return BBX_RF_TRIED;
+	}
+	if (r >= 0) {
+		if (flags & O_DIRECTORY)
+			bbx_fdid_set((int)r, BBX_FDID_CLEAN, BBX_FDID_NOID);
+		else
+			bbx_fdid_forget((int)r, (int)r);
+	}
+	return r;
+}
+
+/* A read-only open that bbx_read_open_exact would answer (an absolute name; a relative
+ * one goes to bbx_rf_open_rel), answered without the guard, the policy's pages or a
+ * verdict: the words clear it (bbx_rf_words: its first
+ * component is under no deny_read root, and '.' and '/' are in the set, so "/./" and
+ * "//" go the general way), it has no "..", and openat2 with RESOLVE_NO_SYMLINKS
+ * reaches what the words name (reads_exact: no listed inode has another name).
+ * Returns the descriptor or -errno; BBX_RF_GENERAL to take the general path without
+ * trying; BBX_RF_TRIED when openat2 refused (a symlink on the way, flags it does not
+ * take): the general path then skips bbx_read_open_exact, which would make the same
+ * call (a build's opens through /lib -> usr/lib made it twice, 1,700 system calls in a
+ * configure + make of bbx).  errno untouched.  (Inline, by the
+ * instruction: out of line, through libc's syscall() and strstr, open+close cost ~100
+ * ns more here, pinned A/B runs; code brought back into the cache after the system
+ * call, not instructions.)  A directory opened so (O_DIRECTORY) whose whole subtree
+ * the words clear (bbx_rf_subtree) is marked BBX_FDID_CLEAN, for the relative opens
+ * through it. */
+static inline long bbx_rf_open(int dirfd, const char *path, int flags)
 {
 	long mark = __atomic_load_n(&bbx_rfilt.mark, __ATOMIC_RELAXED);
-	if (!bbx_rf_ready() || !bbx_rfilt.exact || !mark || !path || path[0] != '/' ||
-	    !bbx_rf_words(path) || bbx_rf_dotdot(path))
+	if (!bbx_rf_ready() || !bbx_rfilt.exact || !mark || !path)
+		return BBX_RF_GENERAL;
+	if (path[0] != '/')
+		return bbx_rf_open_rel(dirfd, path, flags, mark);
+	if (!bbx_rf_words(path) || bbx_rf_dotdot(path))
 		return BBX_RF_GENERAL;
 	struct open_how how = {.flags = (uint64_t)(unsigned)flags,
 			       .resolve = RESOLVE_NO_SYMLINKS};
 	long r = bbx_sys_raw5(SYS_openat2, AT_FDCWD, (long)path, (long)&how, sizeof how, mark);
 	if (r < 0 && bbx_openat2_refused(-r))
 		return BBX_RF_TRIED;
+	if (r >= 0 && (flags & O_DIRECTORY)) {
+		if (bbx_rf_subtree(path))
+			bbx_fdid_set((int)r, BBX_FDID_CLEAN, BBX_FDID_NOID);
+		else
+			bbx_fdid_forget((int)r, (int)r);
+	}
 	return r;
 }
 

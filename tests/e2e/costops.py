@@ -63,6 +63,12 @@ if op == "mkstemp":
 here = os.getcwd()
 if op == "chmodatold":
     dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
+if op == "readat":
+    # grep -r, find (gnulib's fts): each entry opened relative to its directory's
+    # descriptor, itself opened by a relative name
+    os.mkdir("d")
+    open("d/warm", "w").close()
+    dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
 if op in ("unlinkat", "unlinkatdup"):
     os.mkdir("d")
     for i in range(n):
@@ -152,6 +158,8 @@ for i in range(n):
         os.stat("warm")
     elif op == "read":
         os.close(os.open("warm", os.O_RDONLY))
+    elif op == "readat":
+        os.close(os.open("warm", os.O_RDONLY | os.O_NOCTTY, dir_fd=dfd))
     elif op == "readabs":
         os.close(os.open(here + "/warm", os.O_RDONLY))
     elif op == "readsym":

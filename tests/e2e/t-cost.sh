@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=86
+PLAN=88
 plan $PLAN
 
 N=100
@@ -230,16 +230,22 @@ budget missing 200 100 "one stat of the missing parent, one write"
 # Read-only calls outside every deny_read root: nothing added.
 budget stat 0 0 "nothing"
 budget statabs 0 0 "nothing (the read filter: shim.h, bbx_rfilt)"
-# An absolute read-only open is one openat2 in place of the openat; a relative one is
-# followed by the identity check (fstat); one through a symlink tries the openat2
+# An absolute read-only open is one openat2 in place of the openat; so is a relative
+# one in a working directory whose subtree is under no deny_read root (RESOLVE_BENEATH:
+# shim.h, bbx_rf_open_rel), after one getcwd per process for that verdict (it was an
+# identity check, fstat, after every open); one through a symlink tries the openat2
 # (ELOOP), then opens and checks the identity: that openat2 is made once (it was twice).
 budget readabs 0 0 "nothing (openat2 instead of openat)"
-budget read 100 0 "fstat of the descriptor (deny_read by identity)"
+budget read 1 0 "one getcwd for the working directory's verdict; no fstat"
 budget readsym 200 0 "openat2 refused (ELOOP), then fstat of the descriptor"
+# Through a directory's descriptor opened by its words (BBX_FDID_CLEAN): one openat2
+# beneath it each (it was an fstat after each open, and one after the directory's).
+budget readat 0 0 "nothing (openat2 beneath the clean descriptor instead of openat)"
 # A directory opened by a relative name and listed (gnulib's fts: rm -r, find, grep -r):
-# the open's identity check marks the descriptor, and its fdopendir needs no second one
-# (capture.h, BBX_FDID_READ; it was 2 per directory).
-budget dirlist 100 0 "fstat of the descriptor at the open; fdopendir and closedir add nothing"
+# opened by its words beneath the clean working directory, the descriptor is marked
+# clean and its fdopendir needs no check (capture.h, BBX_FDID_CLEAN; it was 2 per
+# directory, then 1, the open's fstat).
+budget dirlist 1 0 "one getcwd for the working directory's verdict; the open, fdopendir and closedir add nothing"
 # The slot pages' madvise (above) happens at all: the mutating cases' lookups reach pages
 # of the slot table, each mapped writable in one call (journal/state.c, slot_page_ready).
 [ "$SUMPOPS" -ge 1 ]; ok $? "the state's slot pages mapped by madvise, not faulted in ($SUMPOPS calls over the cases)"

@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 111
+plan 123
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -214,6 +214,94 @@ except PermissionError:
 		okv "read filter, shared prefix: $call of $label: $verb"
 	done
 done
+# Relative read-only opens decided by their words (shim.h, bbx_rf_open_rel): the
+# workspace's subtree is under no root, so a name relative to it (or to a directory
+# descriptor opened clean) is opened with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS and not
+# checked after.  Each way out of that must take the general path and refuse, each
+# tried alone: "..", a symlink, a chdir or fchdir after the verdict on the working
+# directory, a descriptor of a directory above the root (opened by an absolute name,
+# by a relative one from there, or given the number a clean one had), and "." of it.
+mkdir -p "$W/sub"
+echo inside >"$W/sub/f"
+UP=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$FAKEHOME/.ssh/id_rsa" "$W")
+for how in "allow:plain" "allow:dirfd" "deny:dotdot" "deny:symlink" "deny:chdir" \
+	"deny:fchdir" "deny:dirfd-dotdot" "deny:dirfd-above" "deny:dirfd-relabove" \
+	"deny:dirfd-reused" "deny:dirfd-dot"; do
+	want=${how%%:*} label=${how#*:} verb=allowed
+	[ "$want" = allow ] || verb=refused
+	run "$ENFORCE" python3 -c "
+import os, sys
+how, up, home, ws = sys.argv[1:5]
+def rd(fd):
+    with os.fdopen(fd) as f:
+        return f.read().strip()
+D = os.O_RDONLY | os.O_DIRECTORY
+try:
+    print(open('sub/f').read().strip())  # the verdict on the working directory, taken
+    if how == 'plain':
+        print(rd(os.open('sub/f', os.O_RDONLY)))
+    elif how == 'dirfd':
+        d = os.open('sub', D)
+        print(rd(os.open('f', os.O_RDONLY, dir_fd=d)))
+    elif how == 'dotdot':
+        print(rd(os.open(up, os.O_RDONLY)))
+    elif how == 'symlink':
+        print(rd(os.open('keys/id_rsa', os.O_RDONLY)))
+    elif how == 'chdir':
+        os.chdir(home)
+        print(rd(os.open('.ssh/id_rsa', os.O_RDONLY)))
+    elif how == 'fchdir':
+        os.fchdir(os.open(home, D))
+        print(rd(os.open('.ssh/id_rsa', os.O_RDONLY)))
+    elif how == 'dirfd-dotdot':
+        d = os.open(ws, D)
+        print(rd(os.open(up, os.O_RDONLY, dir_fd=d)))
+    elif how == 'dirfd-above':
+        d = os.open(home, D)
+        print(rd(os.open('.ssh/id_rsa', os.O_RDONLY, dir_fd=d)))
+    elif how == 'dirfd-relabove':
+        os.chdir(os.path.dirname(home))
+        d = os.open(os.path.basename(home), D)
+        print(rd(os.open('.ssh/id_rsa', os.O_RDONLY, dir_fd=d)))
+    elif how == 'dirfd-reused':
+        c = os.open('sub', D)
+        os.close(c)
+        d = os.open(home, D)
+        assert d == c, (c, d)
+        print(rd(os.open('.ssh/id_rsa', os.O_RDONLY, dir_fd=d)))
+    elif how == 'dirfd-dot':
+        d = os.open('.', D, dir_fd=os.open(home, D))
+        print(rd(os.open('.ssh/id_rsa', os.O_RDONLY, dir_fd=d)))
+except PermissionError:
+    print('refused')" "$label" "$UP" "$FAKEHOME" "$W"
+	if [ "$want" = allow ]; then
+		[ "$(tr '\n' ' ' <"$T_TMP/o")" = "inside inside " ]
+	else
+		! grep -q "$SECRET" "$T_TMP/o" && [ "$(grep -c '^inside$' "$T_TMP/o")" -eq 1 ] &&
+			said '^refused$' && said 'bbx: refused read of'
+	fi
+	okv "relative read-only open, $label: $verb"
+done
+# ... and the allowed ones are decided by the words: one openat2 beneath the directory
+# each, no identity check (fstat) after it; the working directory's verdict is one
+# getcwd.
+(cd "$W" && HOME="$FAKEHOME" strace -f -o "$T_TMP/st" bbx-run --quiet --policy "$ENFORCE" --journal "$T_TMP/j.strel" -- python3 -c "
+import os
+print(open('sub/f').read().strip()); print(open('sub/f').read().strip())
+os.write(1, b'BBX-REL-BEGIN\n')
+for i in range(3):
+    os.close(os.open('sub/f', os.O_RDONLY))
+d = os.open('sub', os.O_RDONLY | os.O_DIRECTORY)
+for i in range(3):
+    os.close(os.open('f', os.O_RDONLY, dir_fd=d))
+os.write(1, b'BBX-REL-END\n')") >"$T_TMP/o" 2>&1
+awk '/BBX-REL-BEGIN/ {f = 1; next} /BBX-REL-END/ {f = 0} f' "$T_TMP/st" >"$T_TMP/st.rel"
+n2=$(grep -c 'openat2(.*RESOLVE_BENEATH.* = [0-9]' "$T_TMP/st.rel")
+nst=$(grep -cE 'fstat|newfstatat\([0-9]+, ""' "$T_TMP/st.rel")
+nop=$(grep -cE '(^|[0-9] )openat\(' "$T_TMP/st.rel")
+diag "relative opens: $n2 openat2 beneath, $nop openat, $nst fstat between the markers"
+[ "$n2" -eq 7 ] && [ "$nst" -eq 0 ] && [ "$nop" -eq 0 ]
+okv "relative read-only opens from the workspace and through a clean descriptor: openat2 beneath it, no fstat"
 # More roots than the prefix table holds (BBX_RF_PFX_MAX): no table, the second byte
 # alone clears, the general path decides the rest - the same answers.
 MANY=$(pol many "[general]\nmode = enforce\n[paths]\nwrite = \${WORKSPACE}\n$(for i in $(seq 60); do printf 'deny_read = %s/d%s\\n' "$FAKEHOME" "$i"; done)deny_read = $FAKEHOME/.ssh\n")
