@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <spawn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,8 @@
 
 extern char **environ;
 
-static char p_file[4096], p_new[4096], p_other[4096], p_rec[4096];
+static char p_file[PATH_MAX + 16], p_new[PATH_MAX + 16], p_other[PATH_MAX + 16],
+	p_rec[PATH_MAX + 16];
 static int lfd = -1;
 static struct sockaddr_in addr;
 static int recfd = -1;
@@ -72,6 +74,33 @@ static void op_stat(void)
 	struct stat st;
 
 	check(stat(p_file, &st) == 0, "stat");
+}
+
+/* The same by a name relative to the working directory (DIR), and to a descriptor of
+ * it, as make, grep -r and find name most files. */
+static int dfd = -1;
+
+static void op_open_rel(void)
+{
+	int fd = open("file", O_RDONLY);
+
+	check(fd >= 0, "open rel");
+	close(fd);
+}
+
+static void op_openat_dirfd(void)
+{
+	int fd = openat(dfd, "file", O_RDONLY);
+
+	check(fd >= 0, "openat dirfd");
+	close(fd);
+}
+
+static void op_stat_rel(void)
+{
+	struct stat st;
+
+	check(stat("file", &st) == 0, "stat rel");
 }
 
 static void op_create(void)
@@ -120,6 +149,14 @@ static void sys_stat(void)
 	struct stat st;
 
 	check(syscall(SYS_newfstatat, AT_FDCWD, p_file, &st, 0) == 0, "SYS_newfstatat");
+}
+
+static void sys_open_rel(void)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, "file", O_RDONLY);
+
+	check(fd >= 0, "SYS_openat rel");
+	syscall(SYS_close, fd);
 }
 
 static void sys_create(void)
@@ -259,8 +296,10 @@ static int faults(int n)
 static void usage(void)
 {
 	fprintf(stderr, "usage: micro [-b BATCHES] [-n ITERS] DIR\n       micro -s N\n       micro -f N\n"
-			"ns per call of open+close, stat, create+write+unlink, rename,\n"
-			"socket+connect+accept+close through libc and via syscall(2), and a\n"
+			"ns per call of open+close and stat (by DIR's absolute name, relative to\n"
+			"DIR as the working directory, and openat relative to a descriptor of DIR),\n"
+			"create+write+unlink, rename, socket+connect+accept+close through libc and\n"
+			"via syscall(2), and a\n"
 			"200-byte O_APPEND write; or us per posix_spawn of /bin/true (-s);\n"
 			"or us to write 1-14 fresh pages of a mapping, faulted or populated (-f).\n");
 	exit(2);
@@ -275,11 +314,15 @@ int main(int argc, char **argv)
 	} ops[] = {
 		{"open+close", op_open, 1},
 		{"stat", op_stat, 1},
+		{"open+close(rel)", op_open_rel, 1},
+		{"openat+close(dirfd)", op_openat_dirfd, 1},
+		{"stat(rel)", op_stat_rel, 1},
 		{"create+write+unlink", op_create, 4},
 		{"rename", op_rename, 2},
 		{"socket+connect+accept+close", op_connect, 20},
 		{"sys:open+close", sys_open, 1},
 		{"sys:stat", sys_stat, 1},
+		{"sys:open+close(rel)", sys_open_rel, 1},
 		{"sys:create+write+unlink", sys_create, 4},
 		{"sys:rename", sys_rename, 2},
 		{"sys:socket+connect+accept+close", sys_connect, 20},
@@ -300,14 +343,21 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1 || batches < 1 || iters < 4)
 		usage();
-	snprintf(p_file, sizeof(p_file), "%s/file", argv[optind]);
-	snprintf(p_new, sizeof(p_new), "%s/new", argv[optind]);
-	snprintf(p_other, sizeof(p_other), "%s/other", argv[optind]);
-	snprintf(p_rec, sizeof(p_rec), "%s/records", argv[optind]);
+	/* DIR made absolute and the working directory: the plain ops name files by DIR's
+	 * absolute name, the (rel) ones relative to it, the (dirfd) one to dfd. */
+	char dir[PATH_MAX];
+	check(realpath(argv[optind], dir) != NULL, argv[optind]);
+	check(chdir(dir) == 0, "chdir DIR");
+	snprintf(p_file, sizeof(p_file), "%s/file", dir);
+	snprintf(p_new, sizeof(p_new), "%s/new", dir);
+	snprintf(p_other, sizeof(p_other), "%s/other", dir);
+	snprintf(p_rec, sizeof(p_rec), "%s/records", dir);
 	fd = open(p_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	check(fd >= 0, p_file);
 	check(write(fd, "hello\n", 6) == 6, "write");
 	close(fd);
+	dfd = open(".", O_RDONLY | O_DIRECTORY);
+	check(dfd >= 0, "open DIR");
 	recfd = open(p_rec, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	check(recfd >= 0, p_rec);
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
