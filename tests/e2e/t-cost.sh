@@ -10,6 +10,9 @@ PLAN=88
 plan $PLAN
 
 N=100
+# The journal's descriptor number (journal/writer.h, BBX_WRITER_FD_MIN): the journaled
+# run's writes to it are the records.
+export JFD=48
 SUMPOPS=0
 OPS="$BBX_SRCDIR/tests/e2e/costops.py"
 if ! command -v strace >/dev/null 2>&1; then
@@ -51,7 +54,7 @@ cost() {
 		diag "$1: the journaled run failed (exit $rc) or its trace is short ($j calls, bare $b)"
 		EXTRA=99999 WRITES=99999
 	fi
-	WRITES=$(($(between "$T_TMP/bbx.st" | grep -c 'write(900,') * 100 / N))
+	WRITES=$(($(between "$T_TMP/bbx.st" | grep -c "write($JFD,") * 100 / N))
 	PROCFD=$(between "$T_TMP/bbx.st" | grep -c 'readlink("/proc/self/fd/')
 	# The entry itself stated or linked by an absolute path, when the call named it
 	# relative to a descriptor (bbx_at_set: the lookup the call makes, not a walk from /).
@@ -262,7 +265,7 @@ budget dirlist 1 0 "one getcwd for the working directory's verdict; the open, fd
 # it replaces cost ~20-40 (issue 5).
 child_calls() {
 	python3 - "$1" <<'EOF'
-import re, sys
+import os, re, sys
 calls, writes, pops, done = {}, {}, {}, set()
 for line in open(sys.argv[1]):
     m = re.match(r"(\d+) +(.*)", line)
@@ -275,7 +278,7 @@ for line in open(sys.argv[1]):
         done.add(pid)
     else:
         calls[pid] = calls.get(pid, 0) + 1
-        writes[pid] = writes.get(pid, 0) + call.startswith("write(900,")
+        writes[pid] = writes.get(pid, 0) + call.startswith("write(%s," % os.environ["JFD"])
         pops[pid] = pops.get(pid, 0) + ("MADV_POPULATE_WRITE" in call)
 kids = [calls.get(p, 0) for p in done]
 print(sum(kids) * 100 // max(len(kids), 1), len(kids), max([writes.get(p, 0) for p in done] or [0]),
@@ -306,7 +309,7 @@ spawner() { awk '/BBX-COST-BEGIN/ {p = $1; f = 1; next} /BBX-COST-END/ {f = 0} f
 cost spawn
 sb=$(spawner "$T_TMP/bare.st" | wc -l)
 sj=$(spawner "$T_TMP/bbx.st" | wc -l)
-sw=$(spawner "$T_TMP/bbx.st" | grep -c 'write(900,')
+sw=$(spawner "$T_TMP/bbx.st" | grep -c "write($JFD,")
 sx=$(spawner "$T_TMP/bbx.st" | grep -cE 'madvise|clock_gettime|getpid')
 diag "posix_spawn + waitpid in the spawner: $sb system calls bare, $sj under bbx, $sw journal writes"
 [ "$sb" -ge $((6 * N)) ] && [ $(((sj - sb) * 100 / N)) -le 420 ] && [ "$sx" -eq 0 ]
@@ -424,7 +427,7 @@ first_run() { # ST JOURNAL [VAR=VALUE]: strace of touch a, b, c in a fresh works
 }
 first_count() { # ST: programs after their exec, journal writes each, 64 KiB mappings
 	python3 - "$1" <<'EOF2'
-import re, sys
+import os, re, sys
 after, writes, maps, touch = set(), {}, {}, set()
 for line in open(sys.argv[1]):
     m = re.match(r"(\d+) +(.*)", line)
@@ -435,7 +438,7 @@ for line in open(sys.argv[1]):
         (touch.add if call.startswith('execve("/usr/bin/touch"') else touch.discard)(pid)
     if pid in touch and re.match(r"(<\.\.\. execve resumed>|execve\().*= 0$", call):
         after.add(pid)
-    elif pid in after and call.startswith("write(900,"):
+    elif pid in after and call.startswith("write(%s," % os.environ["JFD"]):
         writes[pid] = writes.get(pid, 0) + 1
     elif pid in after and re.match(r"mmap\(NULL, 65536, PROT_READ\|PROT_WRITE, MAP_PRIVATE\|MAP_ANONYMOUS, -1", call):
         maps[pid] = maps.get(pid, 0) + 1
