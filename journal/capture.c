@@ -386,14 +386,18 @@ int bbx_fdid_read_ok(int fd)
 int bbx_fdid_clean(int fd)
 {
 	uint64_t dev, ino;
-	return fdid_load(fd, &dev, &ino) && (dev & BBX_FDID_CLEAN);
+	if (!fdid_load(fd, &dev, &ino) || !(dev & BBX_FDID_CLEAN))
+		return 0;
+	return (int)((dev & BBX_FDID_LVL_MASK) >> BBX_FDID_LVL_SHIFT) + 1;
 }
 
 void bbx_fdid_identify(int fd, uint64_t dev, uint64_t ino)
 {
 	uint64_t md, mi;
 	if (fdid_load(fd, &md, &mi) && (md & BBX_FDID_CLEAN) && !(md & BBX_FDID_READ))
-		bbx_fdid_set(fd, dev | BBX_FDID_READ | BBX_FDID_CLEAN, ino);
+		bbx_fdid_set(fd, (dev & ~BBX_FDID_LVL_MASK) | (md & BBX_FDID_LVL_MASK) |
+				     BBX_FDID_READ | BBX_FDID_CLEAN,
+			     ino);
 }
 
 void bbx_fdid_copy(int from, int to)
@@ -407,7 +411,7 @@ int bbx_fdid_dir(int fd, uint64_t *dev, uint64_t *ino)
 {
 	if (!fdid_load(fd, dev, ino) || !(*dev & BBX_FDID_READ))
 		return 0;
-	*dev &= ~(BBX_FDID_READ | BBX_FDID_KEPT | BBX_FDID_CLEAN);
+	*dev &= ~(BBX_FDID_READ | BBX_FDID_KEPT | BBX_FDID_CLEAN | BBX_FDID_LVL_MASK);
 	return 1;
 }
 

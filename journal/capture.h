@@ -191,15 +191,20 @@ extern int bbx_cwd_untrusted;
  * BBX_FDID_READ (bbx_fdid_identify). */
 #define BBX_FDID_CLEAN (1ull << 61)
 #define BBX_FDID_NOID (~0ull)
+/* With BBX_FDID_CLEAN, in dev's bits 40-55 (a device number fills 32): how many ".."
+ * steps up from the directory stay clean ("/home/ann/proj/t": 1, up to proj), capped. */
+#define BBX_FDID_LVL_SHIFT 40
+#define BBX_FDID_LVL_MAX 0xffffu
+#define BBX_FDID_LVL_MASK ((uint64_t)BBX_FDID_LVL_MAX << BBX_FDID_LVL_SHIFT)
 void bbx_fdid_set(int fd, uint64_t dev, uint64_t ino);
 /* 1 and (dev, ino) when fd carries a creation or kept mark, else 0. */
 int bbx_fdid_get(int fd, uint64_t *dev, uint64_t *ino);
 /* 1 when fd carries a deny_read mark (BBX_FDID_READ or BBX_FDID_CLEAN). */
 int bbx_fdid_read_ok(int fd);
-/* 1 when fd carries BBX_FDID_CLEAN. */
+/* When fd carries BBX_FDID_CLEAN: its levels + 1 (above); else 0. */
 int bbx_fdid_clean(int fd);
 /* fd's identity, stated by the caller, added to its BBX_FDID_CLEAN mark (if it has
- * one), which becomes BBX_FDID_READ | BBX_FDID_CLEAN. */
+ * one), which becomes BBX_FDID_READ | BBX_FDID_CLEAN with the same levels. */
 void bbx_fdid_identify(int fd, uint64_t dev, uint64_t ino);
 /* The mark of from, of whatever kind, given to to as well (dup2, dup3, fcntl's
  * F_DUPFD: the same open file). */

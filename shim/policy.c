@@ -147,21 +147,23 @@ int bbx_rf_cwd(unsigned *gen)
 	if (__atomic_load_n(&bbx_cwd_untrusted, __ATOMIC_RELAXED))
 		return 0;
 	unsigned g = __atomic_load_n(&bbx_cwd_gen, __ATOMIC_ACQUIRE);
-	unsigned want = 2 * g + 2, v = __atomic_load_n(&bbx_rfilt.cwd_eval, __ATOMIC_RELAXED);
-	if ((v & ~1u) != want) {
+	uint64_t v = __atomic_load_n(&bbx_rfilt.cwd_eval, __ATOMIC_RELAXED);
+	if (v >> 32 != (uint64_t)g + 1) {
 		/* Once per cwd generation: the system call itself (libc's getcwd would set
 		 * errno on failure), whose answer for a directory out of reach of this
 		 * process's root begins "(unreachable)", and for a removed one fails. */
 		char cwd[PATH_MAX];
 		long n = bbx_sys_raw4(SYS_getcwd, (long)cwd, sizeof cwd, 0, 0);
-		int clean = n > 1 && cwd[0] == '/' && bbx_path_clean(cwd) && bbx_rf_subtree(cwd);
+		int lv = n > 1 && cwd[0] == '/' && bbx_path_clean(cwd) ? bbx_rf_levels(cwd) : -1;
+		if (lv > (int)BBX_FDID_LVL_MAX)
+			lv = (int)BBX_FDID_LVL_MAX;
 		if (__atomic_load_n(&bbx_cwd_gen, __ATOMIC_ACQUIRE) != g)
 			return 0; /* a chdir meanwhile: the answer may be the old directory's */
-		v = want | (unsigned)clean;
+		v = ((uint64_t)g + 1) << 32 | (uint32_t)(lv + 1);
 		__atomic_store_n(&bbx_rfilt.cwd_eval, v, __ATOMIC_RELAXED);
 	}
 	*gen = g;
-	return (int)(v & 1);
+	return (int)(uint32_t)v;
 }
 
 void bbx_rf_learn(void)

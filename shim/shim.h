@@ -374,11 +374,11 @@ struct bbx_rfilt {
 	/* a prefix's 32-bit FNV-1a hash with its two low bits replaced: bit 0 set (an
 	 * entry), bit 1 set when the prefix is a whole root.  0: empty slot. */
 	uint32_t npfx, pfx[BBX_RF_PFX_SLOTS];
-	/* The verdict on the working directory (bbx_rf_cwd): 2 * the cwd generation
-	 * (capture.h, bbx_cwd_gen) + 2 it was taken in, plus 1 when the directory's
-	 * subtree is under no root (bbx_rf_subtree).  0: none.  (In the struct's tail
-	 * padding: the loader's page has no byte more to give.) */
-	unsigned cwd_eval;
+	/* The verdict on the working directory (bbx_rf_cwd), one word: the cwd
+	 * generation (capture.h, bbx_cwd_gen) + 1 it was taken in, in the high half;
+	 * in the low half 0 (not clean) or its clean levels + 1 (bbx_rf_levels).  0:
+	 * none. */
+	uint64_t cwd_eval;
 };
 extern struct bbx_rfilt bbx_rfilt;
 
@@ -451,17 +451,49 @@ static inline int bbx_rf_words(const char *path)
 	return bbx_rfilt.npfx && bbx_rf_walk(path, 0);
 }
 
-/* 1: nothing named beneath the absolute canonical path (not NULL), nor the path itself,
- * is under a deny_read root: its first component is no root's by its first byte, or
- * the walk reaches a prefix no root begins with. */
-static inline int bbx_rf_subtree(const char *path)
+/* The absolute canonical path (not NULL) is clean when nothing named beneath it, nor
+ * the path itself, is under a deny_read root: some component prefix of it is one no
+ * root begins with (by its first byte, or the walk of the prefix table).  Returns -1
+ * when it is not, else its clean levels: how many of its components follow the first
+ * such prefix, the ".." steps up from it that stay clean ("/work/a/b": 2;
+ * "/home/ann/proj" beside the root "/home/ann/.ssh": 0). */
+static inline int bbx_rf_levels(const char *path)
 {
 	unsigned char b1 = (unsigned char)path[1];
 	if (path[0] != '/' || !b1)
-		return 0;
-	if (!(bbx_rfilt.words[b1 >> 6] >> (b1 & 63) & 1))
-		return 1;
-	return bbx_rfilt.npfx && bbx_rf_walk(path, 1);
+		return -1;
+	size_t i = 1;
+	if (bbx_rfilt.words[b1 >> 6] >> (b1 & 63) & 1) {
+		/* the walk (bbx_rf_walk), stopped at the first prefix no root begins with */
+		if (!bbx_rfilt.npfx)
+			return -1;
+		uint32_t h = bbx_rf_fnv(BBX_RF_FNV0, '/');
+		size_t s = 1;
+		for (;; i++) {
+			unsigned char c = (unsigned char)path[i];
+			if (c == '/' || !c) {
+				size_t n = i - s;
+				if (!n || (path[s] == '.' && (n == 1 || (n == 2 && path[s + 1] == '.'))))
+					return -1;
+				int k = bbx_rf_pfx(h);
+				if (k == 0)
+					break;
+				if (k == 2 || !c)
+					return -1;
+				s = i + 1;
+			}
+			h = bbx_rf_fnv(h, c);
+		}
+	} else {
+		while (path[i] && path[i] != '/')
+			i++;
+	}
+	/* path[i]: the end of the first clean prefix; count the components after it */
+	int lv = 0;
+	for (; path[i]; i++)
+		if (path[i] == '/' && path[i + 1] && path[i + 1] != '/')
+			lv++;
+	return lv;
 }
 
 static inline unsigned bbx_rf_ino_bit(uint64_t ino)
@@ -488,31 +520,69 @@ static inline int bbx_openat2_refused(long e)
 
 #define BBX_RF_GENERAL (-4096L)
 #define BBX_RF_TRIED (-4097L)
-/* 1 with *gen set when the working directory's subtree is under no deny_read root
- * (bbx_rf_subtree of getcwd's answer, taken once per cwd generation and kept in
- * bbx_rfilt.cwd_eval), in cwd generation *gen; else 0 (not trusted: the generation
- * moved, or bbx_cwd_untrusted).  shim/policy.c. */
+/* When the working directory is clean (bbx_rf_levels of getcwd's answer, taken once
+ * per cwd generation and kept in bbx_rfilt.cwd_eval): its levels + 1, with *gen set
+ * to that cwd generation; else 0 (not clean, or not trusted: the generation moved,
+ * or bbx_cwd_untrusted).  shim/policy.c. */
 int bbx_rf_cwd(unsigned *gen);
 /* The run's mark (bbx_mark) for bbx_rf_open, learnt by a process whose first read-only
  * open took the general path (a relative name: bbx_read_open_exact, which learns it
  * for an absolute one, is not asked).  Guard held. */
 void bbx_rf_learn(void);
+/* A clean mark's levels, as dev bits (capture.h, BBX_FDID_LVL_SHIFT), capped. */
+static inline uint64_t bbx_rf_lvbits(int lv)
+{
+	unsigned u = lv > (int)BBX_FDID_LVL_MAX ? BBX_FDID_LVL_MAX : (unsigned)lv;
+	return (uint64_t)u << BBX_FDID_LVL_SHIFT;
+}
+
+/* The levels a relative name moves by, read lexically (no symlink will be followed):
+ * +1 a name, -1 "..", 0 "." or an empty component.  *low: the lowest it reaches on
+ * the way (0 when it never goes above its directory). */
+static inline int bbx_rf_climb(const char *path, int *low)
+{
+	int d = 0, m = 0;
+	for (const char *c = path; *c;) {
+		const char *e = c;
+		while (*e && *e != '/')
+			e++;
+		size_t n = (size_t)(e - c);
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			if (--d < m)
+				m = d;
+		} else if (n && !(n == 1 && c[0] == '.')) {
+			d++;
+		}
+		c = *e ? e + 1 : e;
+	}
+	*low = m;
+	return d;
+}
+
 /* A read-only open by a relative name: its words decide when the directory it is
  * relative to is clean (the working directory by bbx_rf_cwd, a descriptor by its
- * BBX_FDID_CLEAN mark) and the kernel reaches the object beneath that directory by
- * the very words, without a symlink (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): no ".."
- * out of it, no magic link, and (reads_exact) no second name of a listed inode.  A
- * directory opened so (O_DIRECTORY) is clean too, and marked; any other descriptor
- * number it returns loses a stale mark.  A chdir between the verdict and the call
- * voids it: the descriptor is closed and the general path decides (errno untouched
- * throughout). */
+ * BBX_FDID_CLEAN mark) and the kernel follows the very words, without a symlink
+ * (RESOLVE_NO_SYMLINKS): no magic link, no second name of a listed inode
+ * (reads_exact), and each ".." is the parent by name, so the words say where the
+ * object lies.  A name that stays beneath the directory is opened RESOLVE_BENEATH as
+ * well; one whose ".." go up is taken only while they stay within the directory's
+ * clean levels (gnulib's fts climbs back to a parent by ".."), and not across a mount
+ * (RESOLVE_NO_XDEV).  A directory opened so (O_DIRECTORY) is clean too, and marked
+ * with its own levels; any other descriptor number it returns loses a stale mark.  A
+ * chdir between the verdict and the call voids it: the descriptor is closed and the
+ * general path decides (errno untouched throughout). */
 static inline long bbx_rf_open_rel(int dirfd, const char *path, int flags, long mark)
 {
 	unsigned g = 0;
-	if (!path[0] || (dirfd == AT_FDCWD ? !bbx_rf_cwd(&g) : !bbx_fdid_clean(dirfd)))
+	int base = !path[0] ? 0 : dirfd == AT_FDCWD ? bbx_rf_cwd(&g) : bbx_fdid_clean(dirfd);
+	if (!base--)
+		return BBX_RF_GENERAL;
+	int low, lv = base + bbx_rf_climb(path, &low);
+	if (low < -base)
 		return BBX_RF_GENERAL;
 	struct open_how how = {.flags = (uint64_t)(unsigned)flags,
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+			       .resolve = RESOLVE_NO_SYMLINKS |
+					  (low < 0 ? RESOLVE_NO_XDEV : RESOLVE_BENEATH)};
 	long r = bbx_sys_raw5(SYS_openat2, dirfd, (long)path, (long)&how, sizeof how, mark);
 	if (r < 0 && bbx_openat2_refused(-r))
 		return BBX_RF_TRIED;
@@ -523,7 +593,7 @@ static inline long bbx_rf_open_rel(int dirfd, const char *path, int flags, long 
 	}
 	if (r >= 0) {
 		if (flags & O_DIRECTORY)
-			bbx_fdid_set((int)r, BBX_FDID_CLEAN, BBX_FDID_NOID);
+			bbx_fdid_set((int)r, BBX_FDID_CLEAN | bbx_rf_lvbits(lv), BBX_FDID_NOID);
 		else
 			bbx_fdid_forget((int)r, (int)r);
 	}
@@ -561,8 +631,9 @@ static inline long bbx_rf_open(int dirfd, const char *path, int flags)
 	if (r < 0 && bbx_openat2_refused(-r))
 		return BBX_RF_TRIED;
 	if (r >= 0 && (flags & O_DIRECTORY)) {
-		if (bbx_rf_subtree(path))
-			bbx_fdid_set((int)r, BBX_FDID_CLEAN, BBX_FDID_NOID);
+		int lv = bbx_rf_levels(path);
+		if (lv >= 0)
+			bbx_fdid_set((int)r, BBX_FDID_CLEAN | bbx_rf_lvbits(lv), BBX_FDID_NOID);
 		else
 			bbx_fdid_forget((int)r, (int)r);
 	}

@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 123
+plan 126
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -217,16 +217,20 @@ done
 # Relative read-only opens decided by their words (shim.h, bbx_rf_open_rel): the
 # workspace's subtree is under no root, so a name relative to it (or to a directory
 # descriptor opened clean) is opened with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS and not
-# checked after.  Each way out of that must take the general path and refuse, each
-# tried alone: "..", a symlink, a chdir or fchdir after the verdict on the working
-# directory, a descriptor of a directory above the root (opened by an absolute name,
-# by a relative one from there, or given the number a clean one had), and "." of it.
+# checked after; one that climbs by ".." only within the clean levels of the directory
+# (sub: 1, up to the workspace; the workspace: 0, $T_TMP is a prefix of the root) with
+# RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV.  Each way out of that must take the general
+# path and refuse, each tried alone: "..", a symlink, a chdir or fchdir after the
+# verdict on the working directory, ".." beyond a descriptor's levels (straight, or
+# from a descriptor itself opened by ".", whose levels must have dropped), a
+# descriptor of a directory above the root (opened by an absolute name, by a relative
+# one from there, or given the number a clean one had), and "." of it.
 mkdir -p "$W/sub"
 echo inside >"$W/sub/f"
 UP=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$FAKEHOME/.ssh/id_rsa" "$W")
-for how in "allow:plain" "allow:dirfd" "deny:dotdot" "deny:symlink" "deny:chdir" \
-	"deny:fchdir" "deny:dirfd-dotdot" "deny:dirfd-above" "deny:dirfd-relabove" \
-	"deny:dirfd-reused" "deny:dirfd-dot"; do
+for how in "allow:plain" "allow:dirfd" "allow:dirfd-up" "deny:dotdot" "deny:symlink" \
+	"deny:chdir" "deny:fchdir" "deny:dirfd-dotdot" "deny:dirfd-beyond" "deny:dirfd-climb" \
+	"deny:dirfd-above" "deny:dirfd-relabove" "deny:dirfd-reused" "deny:dirfd-dot"; do
 	want=${how%%:*} label=${how#*:} verb=allowed
 	[ "$want" = allow ] || verb=refused
 	run "$ENFORCE" python3 -c "
@@ -243,6 +247,15 @@ try:
     elif how == 'dirfd':
         d = os.open('sub', D)
         print(rd(os.open('f', os.O_RDONLY, dir_fd=d)))
+    elif how == 'dirfd-up':
+        d = os.open('sub', D)
+        print(rd(os.open('../sub/f', os.O_RDONLY, dir_fd=d)))
+    elif how == 'dirfd-beyond':
+        d = os.open('sub', D)
+        print(rd(os.open('../' + up, os.O_RDONLY, dir_fd=d)))
+    elif how == 'dirfd-climb':
+        d = os.open('..', D, dir_fd=os.open('sub', D))
+        print(rd(os.open(up, os.O_RDONLY, dir_fd=d)))
     elif how == 'dotdot':
         print(rd(os.open(up, os.O_RDONLY)))
     elif how == 'symlink':
@@ -294,14 +307,16 @@ for i in range(3):
 d = os.open('sub', os.O_RDONLY | os.O_DIRECTORY)
 for i in range(3):
     os.close(os.open('f', os.O_RDONLY, dir_fd=d))
+os.close(os.open('../sub/f', os.O_RDONLY, dir_fd=d))
 os.write(1, b'BBX-REL-END\n')") >"$T_TMP/o" 2>&1
 awk '/BBX-REL-BEGIN/ {f = 1; next} /BBX-REL-END/ {f = 0} f' "$T_TMP/st" >"$T_TMP/st.rel"
 n2=$(grep -c 'openat2(.*RESOLVE_BENEATH.* = [0-9]' "$T_TMP/st.rel")
+nx=$(grep -c 'openat2([0-9]*, "\.\./sub/f".*RESOLVE_NO_XDEV.* = [0-9]' "$T_TMP/st.rel")
 nst=$(grep -cE 'fstat|newfstatat\([0-9]+, ""' "$T_TMP/st.rel")
 nop=$(grep -cE '(^|[0-9] )openat\(' "$T_TMP/st.rel")
-diag "relative opens: $n2 openat2 beneath, $nop openat, $nst fstat between the markers"
-[ "$n2" -eq 7 ] && [ "$nst" -eq 0 ] && [ "$nop" -eq 0 ]
-okv "relative read-only opens from the workspace and through a clean descriptor: openat2 beneath it, no fstat"
+diag "relative opens: $n2 openat2 beneath, $nx up by '..', $nop openat, $nst fstat between the markers"
+[ "$n2" -eq 7 ] && [ "$nx" -eq 1 ] && [ "$nst" -eq 0 ] && [ "$nop" -eq 0 ]
+okv "relative read-only opens from the workspace and through a clean descriptor: openat2 beneath it (up by '..' within its levels: not across a mount), no fstat"
 # More roots than the prefix table holds (BBX_RF_PFX_MAX): no table, the second byte
 # alone clears, the general path decides the rest - the same answers.
 MANY=$(pol many "[general]\nmode = enforce\n[paths]\nwrite = \${WORKSPACE}\n$(for i in $(seq 60); do printf 'deny_read = %s/d%s\\n' "$FAKEHOME" "$i"; done)deny_read = $FAKEHOME/.ssh\n")
