@@ -407,13 +407,14 @@ static inline int bbx_rf_pfx(uint32_t h)
 	}
 }
 
-/* 1: the absolute path reaches, component by component, a prefix no deny_read root
- * begins with, before any root and any "", "." or ".." component (those, and a path
- * that reaches a root, go the general way: 0).  A path that is a proper prefix of roots
- * ("/home/ann" itself) is under none of them, unless subtree asks for the path's whole
- * subtree: then it must reach such a prefix itself ("/home/ann/proj").  Hashes collide
- * only towards 0 or on: a prefix of a real root is always found. */
-static inline int bbx_rf_walk(const char *path, int subtree)
+/* The walk of the absolute path, component by component, through the prefix table:
+ * 1 when it reaches a prefix no deny_read root begins with (*end: the index just past
+ * that component), before any root and any "", "." or ".." component (those, and a
+ * path that reaches a root, go the general way: 0); 2 when the path ends as a proper
+ * prefix of roots ("/home/ann" itself: under none of them, but not its whole
+ * subtree).  Hashes collide only towards 0 or on: a prefix of a real root is always
+ * found. */
+static inline int bbx_rf_walk_to(const char *path, size_t *end)
 {
 	uint32_t h = bbx_rf_fnv(BBX_RF_FNV0, '/');
 	size_t s = 1; /* where the current component starts */
@@ -424,14 +425,23 @@ static inline int bbx_rf_walk(const char *path, int subtree)
 			if (!n || (path[s] == '.' && (n == 1 || (n == 2 && path[s + 1] == '.'))))
 				return 0;
 			int k = bbx_rf_pfx(h);
-			if (k != 1)
+			if (k != 1) {
+				*end = i;
 				return k == 0;
+			}
 			if (!c)
-				return !subtree;
+				return 2;
 			s = i + 1;
 		}
 		h = bbx_rf_fnv(h, c);
 	}
+}
+
+/* 1: the absolute path is under no deny_read root by the walk (above). */
+static inline int bbx_rf_walk(const char *path)
+{
+	size_t end;
+	return bbx_rf_walk_to(path, &end) != 0;
 }
 
 static inline int bbx_rf_ready(void)
@@ -448,12 +458,12 @@ static inline int bbx_rf_words(const char *path)
 	unsigned char b1 = (unsigned char)path[1];
 	if (!(bbx_rfilt.words[b1 >> 6] >> (b1 & 63) & 1))
 		return 1;
-	return bbx_rfilt.npfx && bbx_rf_walk(path, 0);
+	return bbx_rfilt.npfx && bbx_rf_walk(path);
 }
 
 /* The absolute canonical path (not NULL) is clean when nothing named beneath it, nor
  * the path itself, is under a deny_read root: some component prefix of it is one no
- * root begins with (by its first byte, or the walk of the prefix table).  Returns -1
+ * root begins with (by its first byte, or bbx_rf_walk_to).  Returns -1
  * when it is not, else its clean levels: how many of its components follow the first
  * such prefix, the ".." steps up from it that stay clean ("/work/a/b": 2;
  * "/home/ann/proj" beside the root "/home/ann/.ssh": 0). */
@@ -464,26 +474,8 @@ static inline int bbx_rf_levels(const char *path)
 		return -1;
 	size_t i = 1;
 	if (bbx_rfilt.words[b1 >> 6] >> (b1 & 63) & 1) {
-		/* the walk (bbx_rf_walk), stopped at the first prefix no root begins with */
-		if (!bbx_rfilt.npfx)
+		if (!bbx_rfilt.npfx || bbx_rf_walk_to(path, &i) != 1)
 			return -1;
-		uint32_t h = bbx_rf_fnv(BBX_RF_FNV0, '/');
-		size_t s = 1;
-		for (;; i++) {
-			unsigned char c = (unsigned char)path[i];
-			if (c == '/' || !c) {
-				size_t n = i - s;
-				if (!n || (path[s] == '.' && (n == 1 || (n == 2 && path[s + 1] == '.'))))
-					return -1;
-				int k = bbx_rf_pfx(h);
-				if (k == 0)
-					break;
-				if (k == 2 || !c)
-					return -1;
-				s = i + 1;
-			}
-			h = bbx_rf_fnv(h, c);
-		}
 	} else {
 		while (path[i] && path[i] != '/')
 			i++;
