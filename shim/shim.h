@@ -480,11 +480,21 @@ static inline int bbx_rf_levels(const char *path)
 		while (path[i] && path[i] != '/')
 			i++;
 	}
-	/* path[i]: the end of the first clean prefix; count the components after it */
+	/* path[i]: the end of the first clean prefix; count the names after it (an
+	 * absolute open's words are not always canonical: "" and "." name no level) */
 	int lv = 0;
-	for (; path[i]; i++)
-		if (path[i] == '/' && path[i + 1] && path[i + 1] != '/')
+	while (path[i]) {
+		while (path[i] == '/')
+			i++;
+		size_t s = i;
+		while (path[i] && path[i] != '/')
+			i++;
+		size_t n = i - s;
+		if (n == 2 && path[s] == '.' && path[s + 1] == '.')
+			return -1;
+		if (n && !(n == 1 && path[s] == '.'))
 			lv++;
+	}
 	return lv;
 }
 

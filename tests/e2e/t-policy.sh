@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 126
+plan 127
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -221,8 +221,9 @@ done
 # (sub: 1, up to the workspace; the workspace: 0, $T_TMP is a prefix of the root) with
 # RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV.  Each way out of that must take the general
 # path and refuse, each tried alone: "..", a symlink, a chdir or fchdir after the
-# verdict on the working directory, ".." beyond a descriptor's levels (straight, or
-# from a descriptor itself opened by ".", whose levels must have dropped), a
+# verdict on the working directory, ".." beyond a descriptor's levels (straight, from
+# a descriptor itself opened by ".." whose levels must have dropped, or from one
+# opened by absolute words with a "." in them, which is no level), a
 # descriptor of a directory above the root (opened by an absolute name, by a relative
 # one from there, or given the number a clean one had), and "." of it.
 mkdir -p "$W/sub"
@@ -230,7 +231,8 @@ echo inside >"$W/sub/f"
 UP=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$FAKEHOME/.ssh/id_rsa" "$W")
 for how in "allow:plain" "allow:dirfd" "allow:dirfd-up" "deny:dotdot" "deny:symlink" \
 	"deny:chdir" "deny:fchdir" "deny:dirfd-dotdot" "deny:dirfd-beyond" "deny:dirfd-climb" \
-	"deny:dirfd-above" "deny:dirfd-relabove" "deny:dirfd-reused" "deny:dirfd-dot"; do
+	"deny:dirfd-absdot" "deny:dirfd-above" "deny:dirfd-relabove" "deny:dirfd-reused" \
+	"deny:dirfd-dot"; do
 	want=${how%%:*} label=${how#*:} verb=allowed
 	[ "$want" = allow ] || verb=refused
 	run "$ENFORCE" python3 -c "
@@ -256,6 +258,9 @@ try:
     elif how == 'dirfd-climb':
         d = os.open('..', D, dir_fd=os.open('sub', D))
         print(rd(os.open(up, os.O_RDONLY, dir_fd=d)))
+    elif how == 'dirfd-absdot':
+        d = os.open(ws + '/./sub', D)
+        print(rd(os.open('../' + up, os.O_RDONLY, dir_fd=d)))
     elif how == 'dotdot':
         print(rd(os.open(up, os.O_RDONLY)))
     elif how == 'symlink':
