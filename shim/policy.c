@@ -138,16 +138,22 @@ static void rfilt_build(const struct bbx_pol_hdr *p)
 	if (!__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE) && bbx_run.jino)
 		bbx_rfilt.mark = bbx_mark();
 	bbx_rfilt.exact = p->reads_exact != 0;
-	bbx_rfilt.cwd_eval = 0;
 	__atomic_store_n(&bbx_rfilt.ready, 1, __ATOMIC_RELEASE);
 }
+
+/* This thread's verdict on its working directory (bbx_rf_cwd), one word: the cwd
+ * generation (capture.h, bbx_cwd_gen) + 1 it was taken in, in the high half; in the
+ * low half 0 (not clean) or its clean levels + 1 (bbx_rf_levels).  0: none.  Per
+ * thread, for a thread whose working directory is its own; a vfork child shares its
+ * parent's memory, this word included (README, Known limitations). */
+static __thread uint64_t rf_cwd_eval __attribute__((tls_model("initial-exec")));
 
 int bbx_rf_cwd(unsigned *gen)
 {
 	if (__atomic_load_n(&bbx_cwd_untrusted, __ATOMIC_RELAXED))
 		return 0;
 	unsigned g = __atomic_load_n(&bbx_cwd_gen, __ATOMIC_ACQUIRE);
-	uint64_t v = __atomic_load_n(&bbx_rfilt.cwd_eval, __ATOMIC_RELAXED);
+	uint64_t v = rf_cwd_eval;
 	if (v >> 32 != (uint64_t)g + 1) {
 		/* Once per cwd generation: the system call itself (libc's getcwd would set
 		 * errno on failure), whose answer for a directory out of reach of this
@@ -160,7 +166,7 @@ int bbx_rf_cwd(unsigned *gen)
 		if (__atomic_load_n(&bbx_cwd_gen, __ATOMIC_ACQUIRE) != g)
 			return 0; /* a chdir meanwhile: the answer may be the old directory's */
 		v = ((uint64_t)g + 1) << 32 | (uint32_t)(lv + 1);
-		__atomic_store_n(&bbx_rfilt.cwd_eval, v, __ATOMIC_RELAXED);
+		rf_cwd_eval = v;
 	}
 	*gen = g;
 	return (int)(uint32_t)v;

@@ -374,11 +374,6 @@ struct bbx_rfilt {
 	/* a prefix's 32-bit FNV-1a hash with its two low bits replaced: bit 0 set (an
 	 * entry), bit 1 set when the prefix is a whole root.  0: empty slot. */
 	uint32_t npfx, pfx[BBX_RF_PFX_SLOTS];
-	/* The verdict on the working directory (bbx_rf_cwd), one word: the cwd
-	 * generation (capture.h, bbx_cwd_gen) + 1 it was taken in, in the high half;
-	 * in the low half 0 (not clean) or its clean levels + 1 (bbx_rf_levels).  0:
-	 * none. */
-	uint64_t cwd_eval;
 };
 extern struct bbx_rfilt bbx_rfilt;
 
@@ -523,9 +518,10 @@ static inline int bbx_openat2_refused(long e)
 #define BBX_RF_GENERAL (-4096L)
 #define BBX_RF_TRIED (-4097L)
 /* When the working directory is clean (bbx_rf_levels of getcwd's answer, taken once
- * per cwd generation and kept in bbx_rfilt.cwd_eval): its levels + 1, with *gen set
- * to that cwd generation; else 0 (not clean, or not trusted: the generation moved,
- * or bbx_cwd_untrusted).  shim/policy.c. */
+ * per cwd generation by each thread: a thread may have a working directory of its
+ * own, unshare(CLONE_FS)): its levels + 1, with *gen set to that cwd generation; else
+ * 0 (not clean, or not trusted: the generation moved, or bbx_cwd_untrusted).
+ * shim/policy.c. */
 int bbx_rf_cwd(unsigned *gen);
 /* The run's mark (bbx_mark) for bbx_rf_open, learnt by a process whose first read-only
  * open took the general path (a relative name: bbx_read_open_exact, which learns it

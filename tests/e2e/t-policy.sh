@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 127
+plan 128
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -221,7 +221,8 @@ done
 # (sub: 1, up to the workspace; the workspace: 0, $T_TMP is a prefix of the root) with
 # RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV.  Each way out of that must take the general
 # path and refuse, each tried alone: "..", a symlink, a chdir or fchdir after the
-# verdict on the working directory, ".." beyond a descriptor's levels (straight, from
+# verdict on the working directory (in the same thread, or in a thread with a working
+# directory of its own), ".." beyond a descriptor's levels (straight, from
 # a descriptor itself opened by ".." whose levels must have dropped, or from one
 # opened by absolute words with a "." in them, which is no level), a
 # descriptor of a directory above the root (opened by an absolute name, by a relative
@@ -231,8 +232,8 @@ echo inside >"$W/sub/f"
 UP=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$FAKEHOME/.ssh/id_rsa" "$W")
 for how in "allow:plain" "allow:dirfd" "allow:dirfd-up" "deny:dotdot" "deny:symlink" \
 	"deny:chdir" "deny:fchdir" "deny:dirfd-dotdot" "deny:dirfd-beyond" "deny:dirfd-climb" \
-	"deny:dirfd-absdot" "deny:dirfd-above" "deny:dirfd-relabove" "deny:dirfd-reused" \
-	"deny:dirfd-dot"; do
+	"deny:thread-cwd" "deny:dirfd-absdot" "deny:dirfd-above" "deny:dirfd-relabove" \
+	"deny:dirfd-reused" "deny:dirfd-dot"; do
 	want=${how%%:*} label=${how#*:} verb=allowed
 	[ "$want" = allow ] || verb=refused
 	run "$ENFORCE" python3 -c "
@@ -258,6 +259,32 @@ try:
     elif how == 'dirfd-climb':
         d = os.open('..', D, dir_fd=os.open('sub', D))
         print(rd(os.open(up, os.O_RDONLY, dir_fd=d)))
+    elif how == 'thread-cwd':
+        # a thread with a working directory of its own (unshare(CLONE_FS)) moves it
+        # above the root; the main thread then takes its verdict on its own (clean)
+        # one in the new cwd generation: the thread's read must not be given it
+        import threading, ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        ev1, ev2, out = threading.Event(), threading.Event(), []
+        def other():
+            if libc.unshare(0x200) != 0:
+                out.append('unshare failed')
+                ev1.set()
+                return
+            os.chdir(home)
+            ev1.set()
+            ev2.wait()
+            try:
+                out.append(rd(os.open('.ssh/id_rsa', os.O_RDONLY)))
+            except PermissionError:
+                out.append('refused')
+        t = threading.Thread(target=other)
+        t.start()
+        ev1.wait()
+        os.close(os.open('sub/f', os.O_RDONLY))
+        ev2.set()
+        t.join()
+        print(out[0])
     elif how == 'dirfd-absdot':
         d = os.open(ws + '/./sub', D)
         print(rd(os.open('../' + up, os.O_RDONLY, dir_fd=d)))
