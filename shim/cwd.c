@@ -9,13 +9,15 @@
  * while no chdir has happened since.  chdir and fchdir raise the process's cwd
  * generation before and after the call (a call made meanwhile by another thread
  * reads the name again).  The calls that go on to change directory where no wrapper
- * sees it - nftw with FTW_CHDIR, fts without FTS_NOCHDIR - and daemon() end the trust
- * for the process's life: every later relative name is checked by a stat, as before.
+ * sees it - nftw with FTW_CHDIR, fts without FTS_NOCHDIR - daemon(), and setns() into
+ * a mount namespace end the trust for the process's life: every later relative name
+ * is checked by a stat, as before, and every relative read by its identity.
  */
 #include "shim.h"
 
 #include <fts.h>
 #include <ftw.h>
+#include <sched.h>
 #include <unistd.h>
 
 /* The real call between two raises of the cwd generation, its errno kept. */
@@ -67,6 +69,16 @@ BBX_EXPORT FTS64 *fts64_open(char *const *argv, int options,
 	if (!(options & FTS_NOCHDIR))
 		cwd_untrusted();
 	return BBX_REAL(fts64_open)(argv, options, compar);
+}
+
+/* setns(2) into a mount namespace (or of any type, 0) moves the calling thread's root
+ * and working directory to the namespace's root, inside the kernel: the trust ends for
+ * the process's life.  Other namespace types leave both where they are. */
+BBX_EXPORT int setns(int fd, int nstype)
+{
+	if (!nstype || (nstype & CLONE_NEWNS))
+		cwd_untrusted();
+	return BBX_REAL(setns)(fd, nstype);
 }
 
 BBX_EXPORT int daemon(int nochdir, int noclose)

@@ -51,6 +51,7 @@ BBX_EXPORT long syscall(long nr, ...)
 	/* The working directory: its wrappers keep the name held for it honest (cwd.c). */
 	case SYS_chdir: return chdir(P(0));
 	case SYS_fchdir: return fchdir((int)A(0));
+	case SYS_setns: return setns((int)A(0), (int)A(1));
 	/* Closes and replacements: their wrappers forget descriptor marks (fd.c). */
 	case SYS_close: return close((int)A(0));
 	case SYS_dup: return dup((int)A(0));

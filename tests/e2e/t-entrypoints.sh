@@ -413,6 +413,7 @@ cases() {
 	t fts_open PRESERVE:unlink "without FTS_NOCHDIR, d/inner by fts_accpath" f @W/d inner
 	t fts64_open PRESERVE:unlink "without FTS_NOCHDIR, d/inner by fts_accpath" f @W/d inner
 	t daemon PRESERVE:unlink "in /, d/inner by a name relative to /" f @W/d/inner
+	t setns PRESERVE:unlink "into its own mount namespace (moved to /), d/inner by a name relative to /" f @W/d/inner
 	# ---- syscall(): mutating numbers go through the libc wrappers (their op name)
 	t syscall PRESERVE:unlink "SYS_unlink" unlink @W/f
 	t syscall CREATE:mkdir "SYS_mkdir" mkdir @W/nd 0755

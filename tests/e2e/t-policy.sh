@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 128
+plan 129
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -222,7 +222,8 @@ done
 # RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV.  Each way out of that must take the general
 # path and refuse, each tried alone: "..", a symlink, a chdir or fchdir after the
 # verdict on the working directory (in the same thread, or in a thread with a working
-# directory of its own), ".." beyond a descriptor's levels (straight, from
+# directory of its own), setns into a mount namespace (the working directory becomes
+# its root), ".." beyond a descriptor's levels (straight, from
 # a descriptor itself opened by ".." whose levels must have dropped, or from one
 # opened by absolute words with a "." in them, which is no level), a
 # descriptor of a directory above the root (opened by an absolute name, by a relative
@@ -232,7 +233,7 @@ echo inside >"$W/sub/f"
 UP=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$FAKEHOME/.ssh/id_rsa" "$W")
 for how in "allow:plain" "allow:dirfd" "allow:dirfd-up" "deny:dotdot" "deny:symlink" \
 	"deny:chdir" "deny:fchdir" "deny:dirfd-dotdot" "deny:dirfd-beyond" "deny:dirfd-climb" \
-	"deny:thread-cwd" "deny:dirfd-absdot" "deny:dirfd-above" "deny:dirfd-relabove" \
+	"deny:thread-cwd" "deny:setns" "deny:dirfd-absdot" "deny:dirfd-above" "deny:dirfd-relabove" \
 	"deny:dirfd-reused" "deny:dirfd-dot"; do
 	want=${how%%:*} label=${how#*:} verb=allowed
 	[ "$want" = allow ] || verb=refused
@@ -285,6 +286,13 @@ try:
         ev2.set()
         t.join()
         print(out[0])
+    elif how == 'setns':
+        # into its own mount namespace: the working directory becomes its root, "/"
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(os.open('/proc/self/ns/mnt', os.O_RDONLY), 0x20000) != 0:
+            print('setns failed %d' % ctypes.get_errno())
+        print(rd(os.open(home.lstrip('/') + '/.ssh/id_rsa', os.O_RDONLY)))
     elif how == 'dirfd-absdot':
         d = os.open(ws + '/./sub', D)
         print(rd(os.open('../' + up, os.O_RDONLY, dir_fd=d)))

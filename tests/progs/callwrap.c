@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1455,21 +1456,20 @@ static int c_fts64_open(int argc, char **argv)
 	return rc;
 }
 
-/* daemon FIRST PATH: daemon(0, 1) moves to "/"; the daemon removes PATH (absolute)
- * by its name relative to "/", R.  So that a name kept from before would be wrong in a
- * way a record shows, the directory part of R is first made under the starting
- * directory too, and a file created and removed in it (the shim has proved its name):
- * read from the old directory, R names that copy.  The caller waits for the daemon
- * through a pipe it holds open, so the run ends after its records. */
-static int c_daemon(int argc, char **argv)
+/* For a call that moves to "/" and then removes PATH (absolute) by its name relative
+ * to "/", R (returned): so that a name kept from before would be wrong in a way a
+ * record shows, the directory part of R is first made under the starting directory
+ * too, and a file created and removed in it (the shim has proved its name): read from
+ * the old directory, R names that copy.  0 or an errno. */
+static int stale_copy(const char *path, const char **relp)
 {
-	(void)argc;
-	int rc = cwd_first(argv[0]);
-	const char *rel = argv[1] + strspn(argv[1], "/");
+	int rc = 0;
+	const char *rel = path + strspn(path, "/");
+	*relp = rel;
 	char dir[4096];
 	const char *slash = strrchr(rel, '/');
-	if (rc || !slash || (size_t)(slash - rel) + 8 >= sizeof dir)
-		return rc ? rc : EINVAL;
+	if (!slash || (size_t)(slash - rel) + 8 >= sizeof dir)
+		return EINVAL;
 	memcpy(dir, rel, (size_t)(slash - rel));
 	dir[slash - rel] = 0;
 	for (char *c = dir; !rc && (c = strchr(c + 1, '/'));) {
@@ -1484,6 +1484,19 @@ static int c_daemon(int argc, char **argv)
 	int fd = rc ? -1 : open(dir, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	if (!rc && (fd < 0 || close(fd) < 0 || unlink(dir) < 0))
 		rc = errno;
+	return rc;
+}
+
+/* daemon FIRST PATH: daemon(0, 1) moves to "/"; the daemon removes PATH by its name
+ * relative to "/" (stale_copy).  The caller waits for the daemon through a pipe it
+ * holds open, so the run ends after its records. */
+static int c_daemon(int argc, char **argv)
+{
+	(void)argc;
+	const char *rel = NULL;
+	int rc = cwd_first(argv[0]);
+	if (!rc)
+		rc = stale_copy(argv[1], &rel);
 	int p[2];
 	if (rc || pipe(p) < 0)
 		return rc ? rc : errno;
@@ -1505,6 +1518,25 @@ static int c_daemon(int argc, char **argv)
 	char c = 0;
 	ssize_t n = read(p[0], &c, 1);
 	return n == 1 && c == 'y' ? 0 : ENOENT;
+}
+
+/* setns FIRST PATH: setns(2) into this process's own mount namespace, which moves the
+ * root and the working directory to the namespace's root, "/"; then PATH removed by
+ * its name relative to "/" (stale_copy). */
+static int c_setns(int argc, char **argv)
+{
+	(void)argc;
+	const char *rel = NULL;
+	int rc = cwd_first(argv[0]);
+	if (!rc)
+		rc = stale_copy(argv[1], &rel);
+	if (rc)
+		return rc;
+	int ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (ns < 0 || setns(ns, CLONE_NEWNS) < 0)
+		return errno;
+	close(ns);
+	return rc_of(unlink(rel));
 }
 
 /* ---- metadata ---------------------------------------------------------------------------- */
@@ -2126,6 +2158,7 @@ static const struct call {
 	{"fts_open", c_fts_open, 3, "FIRST DIR NAME"},
 	{"fts64_open", c_fts64_open, 3, "FIRST DIR NAME"},
 	{"daemon", c_daemon, 2, "FIRST PATH"},
+	{"setns", c_setns, 2, "FIRST PATH"},
 	{"stat", c_stat, 1, "PATH"},
 	{"stat64", c_stat64, 1, "PATH"},
 	{"lstat", c_lstat, 1, "PATH"},
