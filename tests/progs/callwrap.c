@@ -1456,15 +1456,18 @@ static int c_fts64_open(int argc, char **argv)
 	return rc;
 }
 
-/* For a call that moves to "/" and then removes PATH (absolute) by its name relative
- * to "/", R (returned): so that a name kept from before would be wrong in a way a
- * record shows, the directory part of R is first made under the starting directory
- * too, and a file created and removed in it (the shim has proved its name): read from
- * the old directory, R names that copy.  0 or an errno. */
-static int stale_copy(const char *path, const char **relp)
+/* For a call given FIRST PATH that moves to "/" and then removes PATH (absolute) by its
+ * name relative to "/", R (returned): FIRST is removed first (cwd_first), and so that a
+ * name kept from before would be wrong in a way a record shows, the directory part of
+ * R is made under the starting directory too, and a file created and removed in it
+ * (the shim has proved its name): read from the old directory, R names that copy.  0
+ * or an errno. */
+static int stale_copy(char **argv, const char **relp)
 {
-	int rc = 0;
-	const char *rel = path + strspn(path, "/");
+	int rc = cwd_first(argv[0]);
+	if (rc)
+		return rc;
+	const char *rel = argv[1] + strspn(argv[1], "/");
 	*relp = rel;
 	char dir[4096];
 	const char *slash = strrchr(rel, '/');
@@ -1494,9 +1497,7 @@ static int c_daemon(int argc, char **argv)
 {
 	(void)argc;
 	const char *rel = NULL;
-	int rc = cwd_first(argv[0]);
-	if (!rc)
-		rc = stale_copy(argv[1], &rel);
+	int rc = stale_copy(argv, &rel);
 	int p[2];
 	if (rc || pipe(p) < 0)
 		return rc ? rc : errno;
@@ -1527,9 +1528,7 @@ static int c_setns(int argc, char **argv)
 {
 	(void)argc;
 	const char *rel = NULL;
-	int rc = cwd_first(argv[0]);
-	if (!rc)
-		rc = stale_copy(argv[1], &rel);
+	int rc = stale_copy(argv, &rel);
 	if (rc)
 		return rc;
 	int ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
