@@ -98,8 +98,9 @@ static const char *dtab_words(const struct bbx_dtab *t, const struct bbx_dtab_e 
  * place is a multiplicative hash of the inode number, not the number modulo the
  * table: ext4 spreads new directories over its block groups, whose inode numbers
  * differ by multiples of 8,192 (the inodes of a group), so directories made side by
- * side could all share one home and its four places (t-cost's dirmeta: 87 stats for
- * 100 directories in one run of a parallel make check, 0 in the others). */
+ * side could all share one home and its four places (suspected in t-cost's dirmeta:
+ * 87 stats for 100 directories in one run of a parallel make check, 0 in the others,
+ * and not reproduced). */
 _Static_assert(BBX_DTAB_N == 1u << (64 - 55), "dtab_at's shift gives BBX_DTAB_N homes");
 static unsigned dtab_at(uint64_t ino, int j)
 {

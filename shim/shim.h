@@ -612,7 +612,7 @@ static inline long bbx_rf_open_rel(int dirfd, const char *path, int flags, long 
  * instruction: out of line, through libc's syscall() and strstr, open+close cost ~100
  * ns more here, pinned A/B runs; code brought back into the cache after the system
  * call, not instructions.)  A directory opened so (O_DIRECTORY) whose whole subtree
- * the words clear (bbx_rf_subtree) is marked BBX_FDID_CLEAN, for the relative opens
+ * the words clear (bbx_rf_levels) is marked BBX_FDID_CLEAN, for the relative opens
  * through it. */
 static inline long bbx_rf_open(int dirfd, const char *path, int flags)
 {
