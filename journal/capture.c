@@ -488,12 +488,19 @@ static int is_protected_dir(const struct bbx_run *run, const char *dir, const st
 /* A directory whose words and identity were taken on trust (m: its memo entry, follow
  * 3; journal/path.c, cwd_kept): 1 when that identity alone shows it is neither the
  * journal directory nor objects/ nor a shard of it - which only a mode and a stat tell
- * apart, on the objects' device: there, only a directory the run made qualifies. */
+ * apart, on the objects' device.  There, a directory the run made qualifies, and so
+ * does one whose metadata the run has kept (a DIRMETA, level CONTENT): that capture
+ * stated it and found it unprotected (cap_parent), and a shard is a new directory
+ * which the shim makes in objects/, never a capture's.  An inode number the state
+ * still lists is forgotten when the run removes the directory (bbx_cap_remove), so
+ * the level cannot pass to a shard that reuses the number.  Without this, every
+ * creation and removal in a directory that was there before the run paid one stat
+ * of it whenever the journal shared its filesystem (the default: both under $HOME). */
 static int trusted_unprotected(const struct bbx_run *run, const struct bbx_stat_memo *m)
 {
 	return m && m->follow == 3 && !is_journal_dir(run, &m->sb) &&
 	       (m->sb.st_dev != run->odev ||
-		bbx_state_level(run->st, m->sb.st_dev, m->sb.st_ino) == BBX_LVL_CREATED);
+		bbx_state_level(run->st, m->sb.st_dev, m->sb.st_ino) >= BBX_LVL_CONTENT);
 }
 
 static int protected_parent(const struct bbx_run *run, const char *path)

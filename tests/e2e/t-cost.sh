@@ -74,34 +74,37 @@ budget() {
 	ok $? "$1: $(($min / 100)).$(printf %02d $(($min % 100)))-$(($3 / 100)).$(printf %02d $(($3 % 100))) journal writes per call ($WRITES/100)"
 }
 # A journaled call: its directory's state, the target's, its one record (the previous
-# call's RESULT travels in the same write).  The working directory's name is kept from
-# the first call: one stat of the directory, relative to the real working directory,
-# checks it and stands for getcwd (journal/path.c, cwd_kept; each was one more before).
-budget rename 400 100 "stat of the directory (relative), lstat of both names, one write"
+# call's RESULT travels in the same write).  The working directory's name and identity
+# are kept from the first call while no chdir moves it (journal/path.c, cwd_kept), and
+# the directory, older than the run but on the journal's filesystem, needs no stat of
+# its own once its metadata is kept (a DIRMETA: level CONTENT, capture.c,
+# trusted_unprotected).  Each case below was one stat more before: the capture's
+# check that the directory is not a shard of objects/.
+budget rename 300 100 "lstat of both names, one write"
 # O_CREAT|O_EXCL fails on any existing name by itself: the name is not looked up first
 # (CREATE how=excl, journal-format.md 5.3).
-budget create 300 100 "stat of the directory (relative), one write, fstat of the new descriptor"
+budget create 200 100 "one write, fstat of the new descriptor"
 # The unlink of a file the run created keeps nothing (PRESERVE how=none, which undo
 # skips): its record is held back like a RESULT and goes out with the next ones
 # (capture.c, bbx_cap_remove); a full buffer moves to the process's overflow (run.c,
 # defer_spill), so ~25 removals go out in a write: 4 writes for these 100 (it was 50,
 # two a write, before the overflow; run.h, BBX_DEFER_CAP and BBX_DEFER_SPILL).  Every
 # one of them is in the journal when the run ends.
-budget unlink 300 10 "stat of the directory (relative), lstat of the name; the record held back" 2
+budget unlink 110 10 "lstat of the name; the record held back" 2
 n=$(bbx-log "$T_TMP/j.unlink" | grep -cE " delete unlink [^ ]*/f[0-9]+ ok$")
 [ "$n" -eq $N ]; ok $? "unlink: every held-back removal is in the journal at the end, with its outcome ($n of $N)"
 # The unlink of a file that was there before the run: its inode is kept (a hard link
 # into objects/), and the record naming it is written before the call.  (The first
 # link into a shard of objects/ makes the shard: a few calls once.)
-budget unlinkold 410 100 "stat of the directory (relative), lstat of the name, the hard link into objects/, one write"
+budget unlinkold 310 100 "lstat of the name, the hard link into objects/, one write"
 # link(2) fails on an existing name by itself: the new name is not looked up first
 # (CREATE how=excl), and the source's identity, taken for deny_read, is the link's
 # (shim/names.c, LINK_BODY): was 5, with an lstat of the new name before and after.
-budget link 300 100 "stat of the directory (relative), the source's identity (deny_read), one write"
+budget link 200 100 "the source's identity (deny_read), one write"
 # tar, sed -i and cp -p set mode, owner and times through the descriptor of the file they
 # have just made: found CREATED by the descriptor's mark, without even an fstat
 # (journal/capture.h, bbx_fdid).
-budget createmeta 300 100 "as create; fchmod, fchown and futimens of the new descriptor add nothing"
+budget createmeta 200 100 "as create; fchmod, fchown and futimens of the new descriptor add nothing"
 # rm -r, find -delete, shutil.rmtree: names relative to a directory descriptor.  Its name
 # is learnt once (readlink of /proc/self/fd); on later calls the descriptor's fstat finds
 # it by the directory's identity, and the name is trusted while the run's namespace
@@ -125,7 +128,7 @@ budget unlinkatdup 110 10 "as unlinkat, through fcntl's copy of the descriptor" 
 # stands for the policy's check of the parent (journal/path.c, bbx_dname_known), and
 # the entry is stated relative to the descriptor, as the call names it (shim/meta.c,
 # bbx_at_set): was 4 stats, three of them by absolute path.
-budget chmodold 300 100 "stat of the directory (relative), lstat of the name, one write"
+budget chmodold 200 100 "lstat of the name, one write"
 budget chmodatold 305 100 "fstat of the descriptor, lstat of the entry, one write; the descriptor's name read once"
 [ "$PROCFD" -le 1 ]; ok $? "chmodatold: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"
 [ "$ABSENTRY" -eq 0 ]; ok $? "chmodatold: the entries stated through the descriptor, never by absolute path ($ABSENTRY times)"
@@ -136,7 +139,7 @@ budget chmodatold 305 100 "fstat of the descriptor, lstat of the entry, one writ
 # record: the PRESERVE's restore puts the times back.  (Was 17 calls, then 13 with a
 # META: the descriptor's name, a stat of its directory and a write.)  A filesystem
 # without reflinks is asked for one once a process (capture.c, no_clone).
-budget touchold 910 200 "stat of the directory (relative), lstat of the name, the copy (5 calls), one write; an fstat of the descriptor"
+budget touchold 810 200 "lstat of the name, the copy (5 calls), one write; an fstat of the descriptor"
 [ "$PROCFD" -eq 0 ]; ok $? "touchold: no descriptor's name read from /proc/self/fd ($PROCFD times for $N calls)"
 # (On a filesystem with reflinks, btrfs or XFS, every clone succeeds and none is wasted.)
 CLONES=$(between "$T_TMP/bbx.st" | grep 'FICLONE' | grep -c '= -1 ')
@@ -159,7 +162,7 @@ if [ -d /dev/shm ] && [ -w /dev/shm ] &&
 		trap 'rm -rf "$T_TMP" "$XFS"' EXIT # lib.sh's trap, and this directory
 fi
 if [ -n "$XFS" ]; then
-	XWS=$XFS budget unlinkxdev 910 100 "stat of the directory (relative), lstat of the name, the copy (open, flistxattr, the pack's fstat, pread, pwrite, close), one write"
+	XWS=$XFS budget unlinkxdev 810 100 "lstat of the name, the copy (open, flistxattr, the pack's fstat, pread, pwrite, close), one write"
 	st=$(between "$T_TMP/bbx.st")
 	nl=$(grep -c 'linkat(.*EXDEV' <<<"$st")
 	nc=$(grep -c 'copy_file_range(.*EXDEV' <<<"$st")
@@ -202,10 +205,10 @@ budget shards 200 100 "as subcreate, in 16 directories in turn"
 # A directory made in one proved in the same call, then a file created in it: the new
 # directory's words are proved by its creation (capture.c, create_record and
 # bbx_cap_done): the create costs what a create in a known directory costs (it was 4
-# more: getcwd, openat2, fstat, close).  Per iteration: mkdir (lstat of the parent
-# relative, lstat of the name, one write, the RESULT's lstat), then the create (one
-# write, fstat of the new descriptor).
-budget mkdirfill 610 200 "mkdir (4) then a create in the new directory (2); the table of proofs mapped once"
+# more: getcwd, openat2, fstat, close).  Per iteration: mkdir (lstat of the name, one
+# write, the RESULT's lstat; the working directory's stat was one more, see rename),
+# then the create (one write, fstat of the new descriptor).
+budget mkdirfill 510 200 "mkdir (3) then a create in the new directory (2); the table of proofs mapped once"
 # tar -x, cp -a, rsync -a: times, owner and mode set by name on each directory the run
 # made.  The name is looked up first as the call names it; an object the run created
 # needs no record and no absolute name (shim/meta.c, cap_meta_at): was two system calls
