@@ -3,8 +3,9 @@
 # defines its untimed set-up/tear-down and calls `bench NAME CMD...`: every round runs
 # CMD once under each variant, alternating, each round starting one variant later
 # (A B C D E, B C D E A, ...), and `table` prints
-# per variant the median, min-max, the ratio of medians to bare and, for bbx, the
-# journal size and the bytes preserved.  cpu_s is the user+system CPU time of the
+# per variant the median, min-max, the ratio of medians to bare, the median of the
+# rounds' own ratios to bare (paired: each round's run over the same round's bare run)
+# and, for bbx, the journal size and the bytes preserved.  cpu_s is the user+system CPU time of the
 # command and its waited-for children (bash's `time`): less sensitive to other load on a
 # shared machine than elapsed time, but blind to daemons (fakeroot's faked).  faults is
 # the same tree's minor page faults (GNU time's %R), when /usr/bin/time is installed:
@@ -112,6 +113,12 @@ timeit() {
 med() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 mm() { sort -n "$1" | awk -v f="${2:-%.3f}" 'NR==1{mn=$1} {mx=$1} END {printf f "-" f, mn, mx}'; }
 div() { echo "$1 / $2" | bc -l; }
+# pmed A B: the median of the rounds' own ratios, A's round i over B's round i (the files
+# hold one time per round, in round order).  A round's two runs are minutes apart at
+# most, so a slow spell of the shared machine slows both; the ratio of medians can pair
+# one variant's fast round with another's slow one.
+pmed() { paste "$1" "$2" | awk '$2 > 0 {printf "%.6f\n", $1 / $2}' | sort -n |
+	awk '{a[NR]=$1} END {if (NR) printf "%.3f", a[int((NR+1)/2)]; else printf "-"}'; }
 
 # real_tree DIR: a real tree copied into DIR (made): the node_modules tree of npm.sh's
 # project when its cache is there, else bbx's own `git archive` 4 times; prints which.
@@ -260,7 +267,7 @@ table() {
 	local name=$1 label=${2:-$1} v f c base cbase extra
 	base= cbase=
 	[ -s "$W/t.$name.bare" ] && base=$(med "$W/t.$name.bare") && cbase=$(med "$W/c.$name.bare")
-	printf '%-22s %-12s %9s %17s %7s %7s %7s %9s  %s\n' workload variant median_s min-max ratio cpu_s cpu_rt faults kept
+	printf '%-22s %-12s %9s %17s %7s %7s %7s %7s %9s  %s\n' workload variant median_s min-max ratio paired cpu_s cpu_rt faults kept
 	for v in $ACTIVE; do
 		f="$W/t.$name.$v"
 		extra=-
@@ -270,14 +277,16 @@ table() {
 		esac
 		[ -s "$W/fail.$name.$v" ] && extra="$extra; FAILED in $(wc -l <"$W/fail.$name.$v") of $ROUNDS rounds"
 		c="$W/c.$name.$v"
-		printf '%-22s %-12s %9.3f %17s %7s %7.2f %7s %9s  %s\n' "$label" "$v" "$(med "$f")" "$(mm "$f")" \
+		printf '%-22s %-12s %9.3f %17s %7s %7s %7.2f %7s %9s  %s\n' "$label" "$v" "$(med "$f")" "$(mm "$f")" \
 			"$([ -n "$base" ] && printf '%.3f' "$(div "$(med "$f")" "$base")" || echo -)" \
+			"$([ -n "$base" ] && pmed "$f" "$W/t.$name.bare" || echo -)" \
 			"$(med "$c")" "$([ -n "$cbase" ] && printf '%.2f' "$(div "$(med "$c")" "$cbase")" || echo -)" \
 			"$([ -s "$W/f.$name.$v" ] && med "$W/f.$name.$v" || echo -)" "$extra"
 	done
 	if [ -s "$W/t.$name.layers" ] && [ -s "$W/t.$name.bbx" ]; then
-		printf '  the shim alone (bbx / layers): %.3f elapsed, %.3f CPU\n' \
+		printf '  the shim alone (bbx / layers): %.3f elapsed (paired %s), %.3f CPU\n' \
 			"$(div "$(med "$W/t.$name.bbx")" "$(med "$W/t.$name.layers")")" \
+			"$(pmed "$W/t.$name.bbx" "$W/t.$name.layers")" \
 			"$(div "$(med "$W/c.$name.bbx")" "$(med "$W/c.$name.layers")")"
 	fi
 	[ -s "$W/stats.$name" ] && sed 's/^/  bbx-log --stats: /' "$W/stats.$name"
