@@ -48,8 +48,23 @@
 #define BBX_DTAB_N 512
 #define BBX_DTAB_WAYS 4 /* places probed from the home one, in either index */
 #define BBX_DTAB_ARENA (64 * 1024)
+/* Directories the write-decision cache keeps (rm -r goes back to the parent for each
+ * subdirectory's rmdir, tar -x to the parent for the next entry). */
+#define BBX_WCACHE_N 4
 struct bbx_dtab {
 	uint16_t pidx[2 * BBX_DTAB_N]; /* hash of the words -> entry + 1 (0: none) */
+	/* The shim's write-decision cache (shim/policy.c, wcache_hit): the last
+	 * BBX_WCACHE_N directories write decisions were taken in, for the policy wpol,
+	 * each with whether every entry of it is allowed (ok; policy/policy.h,
+	 * bbx_pol_dir_uniform) or must be decided one by one.  wseq is odd while an entry
+	 * is being rewritten (a signal handler's decision in between finds nothing).  In
+	 * the first page, beside the index every lookup reads. */
+	unsigned wseq, wnext;
+	const void *wpol;
+	struct bbx_wdir {
+		unsigned len, ok;
+		char dir[BBX_MEMO_PATH];
+	} w[BBX_WCACHE_N];
 	struct bbx_dtab_e {
 		uint64_t dev, ino, gen;
 		uint32_t off, round; /* the words at arena + off, valid in this round */
@@ -234,6 +249,9 @@ void bbx_dname_put(const char *p, const struct stat *sb, uint64_t gen);
 int bbx_dname_known(const char *p, struct stat *sb);
 /* Unmaps a thread's table of kept proofs (its scratch's end). */
 void bbx_dtab_free(struct bbx_scratch *s);
+/* The thread's table, mapped now if it was not (never populated): NULL when it cannot
+ * be mapped. */
+struct bbx_dtab *bbx_dtab_map(struct bbx_scratch *s);
 /* Before a call that may change which directory a path reaches (rename, rmdir, symlink
  * creation): every proof of the run is void. */
 void bbx_nsgen_bump(void);

@@ -116,18 +116,25 @@ static unsigned dtab_pidx(uint32_t h, int j)
 /* Keeps the proof d, which its slot is giving up, in the table (mapped here the first
  * time).  An entry goes where the same directory was, or into the first free or lapsed
  * place; with none, over the home place. */
-static void dtab_keep(struct bbx_scratch *s, const struct bbx_dname *d)
+struct bbx_dtab *bbx_dtab_map(struct bbx_scratch *s)
 {
-	size_t l = strlen(d->path);
 	if (!s->dtab) {
 		void *m = mmap(NULL, sizeof *s->dtab, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (m == MAP_FAILED)
-			return;
+			return NULL;
 		s->dtab = m;
 		s->dtab->round = 1;
 	}
-	struct bbx_dtab *t = s->dtab;
+	return s->dtab;
+}
+
+static void dtab_keep(struct bbx_scratch *s, const struct bbx_dname *d)
+{
+	size_t l = strlen(d->path);
+	struct bbx_dtab *t = bbx_dtab_map(s);
+	if (!t)
+		return;
 	if (l + 1 > BBX_DTAB_ARENA - t->used) {
 		t->used = 0; /* full: every entry of the last round lapses */
 		t->round++;

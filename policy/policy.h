@@ -219,6 +219,13 @@ struct bbx_pol_verdict {
 /* A mutation of path (absolute, resolved by the caller: real parent directory, final
  * symlink followed when the call follows it). */
 void bbx_pol_write(const struct bbx_pol_hdr *p, const char *path, struct bbx_pol_verdict *v);
+/* Whether bbx_pol_write decides every name directly in the directory dir (absolute, its
+ * first dl bytes; "/" is dl 1) the same way: true when no [paths] root of any section
+ * (write, protect, deny_read; protect entries absent at the run's start not counted,
+ * as bbx_pol_write does not count them) is itself an entry of dir.  Every other root
+ * is dir, above it or elsewhere, and so holds for all of dir's entries or for none: one
+ * allowed entry then stands for all of them (the shim's decision cache, shim/policy.c). */
+bool bbx_pol_dir_uniform(const struct bbx_pol_hdr *p, const char *dir, size_t dl);
 /* Reading path (absolute; lexical form or resolved). */
 void bbx_pol_read(const struct bbx_pol_hdr *p, const char *path, struct bbx_pol_verdict *v);
 /* Reading an object by identity (after open/stat).  True when the inode is denied. */

@@ -760,6 +760,76 @@ static int parent_resolved(const char *path)
 	return bbx_stat_memo_kname(path, dl);
 }
 
+/* The write-decision cache: tar -x, rm -r, npm and git decide one entry after another
+ * in the same directory, and each decision walked the three [paths] sections (~600
+ * instructions a call, callgrind of rm -r; policy/match.c, hx_under).  The last
+ * directory decided in is kept with whether every entry of it is allowed (one allowed
+ * entry stands for all when no root lies directly in it: bbx_pol_dir_uniform), in the
+ * thread's table of proofs (journal/capture.h, struct bbx_dtab), which a process
+ * mapping it only for this does so once it has been busy (WCACHE_AFTER): a process
+ * that creates one file pays no mapping for it.  The words compared are res, the name the
+ * decision itself is taken on, so a hit decides exactly what bbx_pol_write would. */
+#define WCACHE_AFTER 32 /* the stat memo's entries put so far: 2-4 a mutation */
+
+/* dl: the length of res's directory part ("/" is 1), or 0 when res's last component
+ * is not an entry name (empty, "." or ".."): then the cache is not used. */
+static size_t wcache_dl(const char *res)
+{
+	const char *sl = strrchr(res, '/');
+	if (res[0] != '/' || !sl || !sl[1] || !strcmp(sl + 1, ".") || !strcmp(sl + 1, ".."))
+		return 0;
+	return sl == res ? 1 : (size_t)(sl - res);
+}
+
+/* 1: allowed by the cache; 0: decide (*known: the directory is cached as one whose
+ * entries are decided one by one, so wcache_put need not scan the roots again). */
+static int wcache_hit(const struct bbx_scratch *s, const struct bbx_pol_hdr *p,
+		      const char *res, size_t dl, int *known)
+{
+	const struct bbx_dtab *t = s->dtab;
+	*known = 0;
+	if (!t || !dl || t->wpol != p)
+		return 0;
+	unsigned seq = __atomic_load_n(&t->wseq, __ATOMIC_RELAXED);
+	if (seq & 1)
+		return 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	int found = -1;
+	for (int i = 0; i < BBX_WCACHE_N && found < 0; i++)
+		if (t->w[i].len == dl && !memcmp(t->w[i].dir, res, dl))
+			found = i;
+	int ok = found >= 0 && t->w[found].ok;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (found < 0 || __atomic_load_n(&t->wseq, __ATOMIC_RELAXED) != seq)
+		return 0;
+	*known = 1;
+	return ok;
+}
+
+static void wcache_put(struct bbx_scratch *s, const struct bbx_pol_hdr *p, const char *res,
+		       size_t dl)
+{
+	if (!dl || dl >= sizeof s->dtab->w[0].dir || (!s->dtab && s->memo_next < WCACHE_AFTER))
+		return;
+	struct bbx_dtab *t = bbx_dtab_map(s);
+	if (!t)
+		return;
+	int ok = bbx_pol_dir_uniform(p, res, dl);
+	__atomic_store_n(&t->wseq, t->wseq | 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (t->wpol != p) {
+		for (int i = 0; i < BBX_WCACHE_N; i++)
+			t->w[i].len = 0;
+		t->wpol = p;
+	}
+	struct bbx_wdir *w = &t->w[t->wnext++ % BBX_WCACHE_N];
+	memcpy(w->dir, res, dl);
+	w->len = (unsigned)dl;
+	w->ok = (unsigned)ok;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->wseq, t->wseq + 1, __ATOMIC_RELAXED);
+}
+
 static int write_hook(const char *op, const char *path, int fd, int follow)
 {
 	const struct bbx_pol_hdr *p = bbx_policy();
@@ -798,9 +868,16 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 		return bbx_pol_report(op, BBX_ACC_WRITE, path ? path : res, NULL, NULL, NULL, NULL,
 				      &v);
 	}
-	bbx_pol_write(p, res, &v);
-	if (v.decision == BBX_DEC_ALLOW)
+	size_t dl = wcache_dl(res);
+	int known;
+	if (wcache_hit(s, p, res, dl, &known))
 		return 0;
+	bbx_pol_write(p, res, &v);
+	if (v.decision == BBX_DEC_ALLOW) {
+		if (!known)
+			wcache_put(s, p, res, dl);
+		return 0;
+	}
 	int rc = bbx_pol_report(op, BBX_ACC_WRITE, path ? path : res,
 			      path && strcmp(path, res) ? res : NULL, NULL, NULL, NULL, &v);
 	if (rc && bbx_pol_fd != -1) {

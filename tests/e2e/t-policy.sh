@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 129
+plan 130
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -120,6 +120,27 @@ run "$ENFORCE" sh -c 'echo evil > .git/hooks/pre-commit'
 [ $? -ne 0 ] && [ ! -e "$W/.git/hooks/pre-commit" ]; ok $? "protected path inside a write root: refused"
 denied "" ".git/hooks/pre-commit"; ok $? "... DENY record"
 said "protected"; ok $? "... explained as protected"
+# The write decisions' cache (shim/policy.c, wcache_hit): a process that has written
+# many entries of .git/ and of the workspace, its decisions cached, is still refused
+# the protected entry directly in .git/ and a name outside through "..".
+run "$ENFORCE" python3 -c "
+import os, errno
+os.mkdir('wd')
+for i in range(40):
+    open('.git/warm%d' % i, 'w').close()
+    open('wd/warm%d' % i, 'w').close()
+res = []
+for f in (lambda: os.rename('.git/hooks', '.git/h2'), lambda: open('.git/hooks/post-merge', 'w'),
+          lambda: open('wd/..' + '/..' * (os.getcwd().count('/')) + '$OUT/cached', 'w')):
+    try:
+        f()
+        res.append('allowed')
+    except OSError as e:
+        res.append(errno.errorcode[e.errno])
+print(' '.join(res))"
+grep -qx 'EACCES EACCES EACCES' "$T_TMP/o" && [ -d "$W/.git/hooks" ] && [ -f "$W/.git/warm39" ] &&
+	[ ! -e "$W/.git/h2" ] && [ ! -e "$W/.git/hooks/post-merge" ] && [ ! -e "$OUT/cached" ]
+okv "after 80 allowed writes in .git/ and the workspace: .git/hooks renamed, a hook made, a file outside through ..: all refused"
 
 # ---- deny_read: directly, through a symlink, through "..", by several programs -----------
 run "$ENFORCE" cat "$FAKEHOME/.ssh/id_rsa"

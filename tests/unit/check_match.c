@@ -155,6 +155,73 @@ START_TEST(test_write_precedence)
 }
 END_TEST
 
+/* The shim's decision cache stands one allowed entry of a directory for all of them
+ * when bbx_pol_dir_uniform says so: held here against the decisions themselves, for
+ * every directory and entry name the roots below make interesting (a root directly in
+ * the directory, one above, a write root only at an entry, "/" itself). */
+static void uniform_pass(const struct bbx_pol_hdr *p)
+{
+	static const char *const dirs[] = {"/", "/ws", "/ws/src", "/ws/.git", "/ws/.git/hooks",
+					   "/srv", "/srv/only", "/top", "/etc", "/wsx"};
+	static const char *const names[] = {"a", "secret", "hooks", "only", "top", "ws",
+					    "gone", ".git", "src"};
+	int uniform = 0, mixed = 0;
+	for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
+		size_t dl = strlen(dirs[d]);
+		int u = bbx_pol_dir_uniform(p, dirs[d], dl), first = -1, same = 1;
+		for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+			char path[64];
+			snprintf(path, sizeof path, "%s/%s", dl == 1 ? "" : dirs[d], names[n]);
+			struct bbx_pol_verdict v;
+			bbx_pol_write(p, path, &v);
+			if (first < 0)
+				first = v.decision;
+			same &= v.decision == first;
+		}
+		ck_assert_msg(!u || same, "%s: called uniform, but its entries are decided apart",
+			      dirs[d]);
+		uniform += u;
+		mixed += !same;
+	}
+	/* Both kinds were met: the check above was not empty either way. */
+	ck_assert_int_gt(uniform, 3);
+	ck_assert_int_gt(mixed, 2);
+	/* Roots directly in the directory, each section's; an absent protect entry is not
+	 * one (bbx_pol_write does not enforce it). */
+	ck_assert(!bbx_pol_dir_uniform(p, "/ws/src", 7));
+	ck_assert(!bbx_pol_dir_uniform(p, "/ws/.git", 8));
+	ck_assert(!bbx_pol_dir_uniform(p, "/srv", 4));
+	ck_assert(!bbx_pol_dir_uniform(p, "/", 1));
+	ck_assert(bbx_pol_dir_uniform(p, "/ws", 3));
+	ck_assert(bbx_pol_dir_uniform(p, "/ws/src/x", 9));
+	ck_assert(bbx_pol_dir_uniform(p, "/wsx", 4));
+	/* Only the first dl bytes are the directory. */
+	ck_assert(!bbx_pol_dir_uniform(p, "/ws/src/a.c", 7));
+	ck_assert(!bbx_pol_dir_uniform(p, "ws", 2));
+}
+
+START_TEST(test_dir_uniform)
+{
+	struct b b;
+	init(&b, BBX_MODE_ENFORCE);
+	rule(&b, BBX_PS_WRITE, 0, 0, "/ws");
+	rule(&b, BBX_PS_WRITE, 0, 0, "/srv/only");
+	rule(&b, BBX_PS_WRITE, 0, 0, "/top");
+	rule(&b, BBX_PS_PROTECT, 0, 0, "/ws/.git/hooks");
+	rule(&b, BBX_PS_PROTECT, 0, 0, "/ws/gone");
+	rule(&b, BBX_PS_DENY_READ, 0, 0, "/ws/src/secret");
+	struct bbx_pol_hdr *p = build(&b);
+	((struct bbx_pol_rule *)bbx_pol_rules(p))[4].flags |= BBX_RF_ABSENT;
+	/* Scanning the rules, then through the index the shim builds (the process's first
+	 * indexed blob: Check runs each test in a process of its own). */
+	uniform_pass(p);
+	bbx_pol_index(p);
+	ck_assert_int_ne(bbx_pol_index_source(), 0);
+	uniform_pass(p);
+	free(p);
+}
+END_TEST
+
 START_TEST(test_modes)
 {
 	struct b b;
@@ -266,6 +333,7 @@ static Suite *match_suite(void)
 	tcase_add_test(tc, test_glob);
 	tcase_add_test(tc, test_path_under);
 	tcase_add_test(tc, test_write_precedence);
+	tcase_add_test(tc, test_dir_uniform);
 	tcase_add_test(tc, test_modes);
 	tcase_add_test(tc, test_exec_first_match);
 	tcase_add_test(tc, test_inodes);
