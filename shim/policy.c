@@ -762,13 +762,13 @@ static int parent_resolved(const char *path)
 
 /* The write-decision cache: tar -x, rm -r, npm and git decide one entry after another
  * in the same directory, and each decision walked the three [paths] sections (~600
- * instructions a call, callgrind of rm -r; policy/match.c, hx_under).  The last
- * directory decided in is kept with whether every entry of it is allowed (one allowed
- * entry stands for all when no root lies directly in it: bbx_pol_dir_uniform), in the
- * thread's table of proofs (journal/capture.h, struct bbx_dtab), which a process
- * mapping it only for this does so once it has been busy (WCACHE_AFTER): a process
- * that creates one file pays no mapping for it.  The words compared are res, the name the
- * decision itself is taken on, so a hit decides exactly what bbx_pol_write would. */
+ * instructions a call, callgrind of rm -r; policy/match.c, hx_under).  The last four
+ * directories decided in are kept, each with whether every entry of it is allowed (one
+ * allowed entry stands for all when no root lies directly in it: bbx_pol_dir_uniform),
+ * in the thread's table of proofs (journal/capture.h, struct bbx_dtab), which a
+ * process mapping it only for this does so once it has been busy (WCACHE_AFTER): a
+ * process that creates one file pays no mapping for it.  The words compared are res, the name
+ * the decision itself is taken on, so a hit decides exactly what bbx_pol_write would. */
 #define WCACHE_AFTER 32 /* the stat memo's entries put so far: 2-4 a mutation */
 
 /* dl: the length of res's directory part ("/" is 1), or 0 when res's last component
