@@ -815,7 +815,13 @@ static void wcache_put(struct bbx_scratch *s, const struct bbx_pol_hdr *p, const
 	if (!t)
 		return;
 	int ok = bbx_pol_dir_uniform(p, res, dl);
-	__atomic_store_n(&t->wseq, t->wseq | 1, __ATOMIC_RELAXED);
+	/* Odd: a put is under way in the context this signal handler interrupted.  Writing
+	 * now would make the count even over that half-written entry, and the interrupted
+	 * put would then leave it odd for good: this one writes nothing. */
+	unsigned seq = __atomic_load_n(&t->wseq, __ATOMIC_RELAXED);
+	if (seq & 1)
+		return;
+	__atomic_store_n(&t->wseq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (t->wpol != p) {
 		for (int i = 0; i < BBX_WCACHE_N; i++)
@@ -827,7 +833,7 @@ static void wcache_put(struct bbx_scratch *s, const struct bbx_pol_hdr *p, const
 	w->len = (unsigned)dl;
 	w->ok = (unsigned)ok;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&t->wseq, t->wseq + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->wseq, seq + 2, __ATOMIC_RELAXED);
 }
 
 static int write_hook(const char *op, const char *path, int fd, int follow)
