@@ -100,8 +100,14 @@ struct bbx_scratch *bbx_scratch_lazy(void)
 void bbx_scratch_populate(void)
 {
 	struct bbx_scratch *s = scratch_tls;
-	if (s)
+	if (s) {
 		bbx_sys_populate_write(s, BBX_SCRATCH_HOT);
+		/* A fork child's first capture (shim/init.c): the count of memo entries it
+		 * inherited is its parent's activity, not its own, and the write decisions'
+		 * cache maps its table only for a process busy itself (shim/policy.c,
+		 * WCACHE_AFTER).  The page is written here anyway. */
+		s->memo_next = 0;
+	}
 }
 
 void bbx_scratch_atfork_child(void)

@@ -608,11 +608,15 @@ static void plen_fill(const struct bbx_pol_hdr *p, uint64_t *lens, bool *longer)
 		if (r[i].section < BBX_PS_WRITE || r[i].section > BBX_PS_DENY_READ ||
 		    (r[i].flags & BBX_RF_ABSENT))
 			continue;
+		/* The last slash by hand: memrchr is a libc call the shim's prebind (init.c)
+		 * does not bind, which every subshell's child would bind lazily (t-cost). */
 		const char *v = bbx_pol_str(p, r[i].value);
-		const char *sl = memrchr(v, '/', r[i].value_len);
-		if (!sl || (size_t)(sl - v) + 1 == r[i].value_len)
-			continue; /* "/" itself, or not a path: no entry of any directory */
-		size_t pl = sl == v ? 1 : (size_t)(sl - v);
+		size_t vl = r[i].value_len, k = vl;
+		while (k && v[k - 1] != '/')
+			k--;
+		if (!k || k == vl)
+			continue; /* no slash, or "/" itself: no entry of any directory */
+		size_t pl = k == 1 ? 1 : k - 1;
 		if (pl < 64)
 			*lens |= 1ull << pl;
 		else
