@@ -27,7 +27,7 @@ TESTS += tests/e2e/t-captured.sh
 TESTS += tests/e2e/t-devnull.sh
 EXTRA_DIST += tests/e2e/t-devnull.sh
 EXTRA_DIST += tests/e2e/t-captured.sh
-EXTRA_DIST += tests/e2e/t-cost.sh tests/e2e/costops.py tests/e2e/stcalls.py
+EXTRA_DIST += tests/e2e/t-cost.sh tests/e2e/costops.py tests/e2e/stcalls.py tests/e2e/cgcalls.py
 # the shim's layout: fork-child and start-up code packed (shim/hot.ld), one data page, the
 # policy's page tables inherited by fork children
 TESTS += tests/e2e/t-layout.sh
