@@ -17,8 +17,6 @@
 . "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-$ROUNDS}
 SQLITE_NPM=${BENCH_SQLITE_NPM:-sqlite3@6.0.1}
-DEBIAN_POOL=${BENCH_DEBIAN_POOL:-http://deb.debian.org/debian/pool/main}
-ZLIB_ORIG=${BENCH_ZLIB_ORIG:-z/zlib/zlib_1.2.13.dfsg.orig.tar.bz2}
 LUA_ORIG=${BENCH_LUA_ORIG:-l/lua5.4/lua5.4_5.4.4.orig.tar.gz}
 setup() { cp -a "$W/tpl" "$WD"; }
 teardown() { discard "$WD"; }
@@ -35,19 +33,6 @@ sqlite_tarball() {
 		t=$(ls "$CACHE"/sqlite-autoconf-*.tar.gz 2>/dev/null | head -n 1)
 	fi
 	[ -n "$t" ] && echo "$t"
-}
-
-# debian_tarball POOL-PATH: the cached copy of a tarball from Debian's archive (the one
-# network this machine class reaches besides npm), fetched once.
-debian_tarball() {
-	local t="$CACHE/${1##*/}"
-	if [ ! -s "$t" ]; then
-		mkdir -p "$CACHE"
-		echo "compile: fetching ${1##*/} once into $CACHE" >&2
-		curl -sSf --max-time 120 -o "$t.part" "$DEBIAN_POOL/$1" && mv "$t.part" "$t" ||
-			{ rm -f "$t.part"; return 1; }
-	fi
-	echo "$t"
 }
 
 for p in ${BENCH_BUILD_PROJECTS:-zlib lua bbx sqlite}; do

@@ -64,6 +64,21 @@ export BBX_WORKSPACE="$W"
 J="$JW/j"	# the bbx journal of the current run
 IW="$W/iw"	# the installwatch root (log and BACKUP/) of the current run
 
+DEBIAN_POOL=${BENCH_DEBIAN_POOL:-http://deb.debian.org/debian/pool/main}
+ZLIB_ORIG=${BENCH_ZLIB_ORIG:-z/zlib/zlib_1.2.13.dfsg.orig.tar.bz2}
+# debian_tarball POOL-PATH: the cached copy of a tarball from Debian's archive (the one
+# network this machine class reaches besides npm), fetched once.
+debian_tarball() {
+	local t="$CACHE/${1##*/}"
+	if [ ! -s "$t" ]; then
+		mkdir -p "$CACHE"
+		echo "bench: fetching ${1##*/} once into $CACHE" >&2
+		curl -sSf --max-time 120 -o "$t.part" "$DEBIAN_POOL/$1" && mv "$t.part" "$t" ||
+			{ rm -f "$t.part"; return 1; }
+	fi
+	echo "$t"
+}
+
 # discard PATH...: out of the way, deleted at exit rather than now.  ext4 without a
 # journal (this machine's root filesystem) allocates new inodes past the ones freed in
 # the last minutes, checking each of them (recently_deleted(), seen with perf): after a
