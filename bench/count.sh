@@ -16,7 +16,11 @@
 #              (BENCH_COUNT_EDITS, default 1100), rm -rf
 #   spawn      bash starting /bin/true BENCH_COUNT_SPAWNS times (default 50)
 #
-# Two things differ from the timed runs, both printed with the results:
+# callgrind dumps its counts before every fork and exec (--dump-before), so that what a
+# fork child runs before its exec (there the shim writes the EXEC record) is counted,
+# under its parent's program.  A "run" is one process running one program's code: a
+# fork child that execs makes two, its parent's program's and its own.  Two things differ from the timed runs, both printed with
+# the results:
 #   - the bbx variant's policy is the default one with [exec] static = allow.
 #     valgrind's tool is a static program, which the default policy runs with a
 #     warning on stderr; zlib's configure reads a compiler's stderr, so the warnings
@@ -48,16 +52,29 @@ counted() {
 		d="$W/cg.$name.$v"
 		rm -rf "$d" "$J"
 		mkdir -p "$d"
-		local vg=(valgrind --tool=callgrind --trace-children=yes --callgrind-out-file=/dev/null
-			"--log-file=$d/log.%p")
+		# A dump (which also zeroes the counts) before each fork and each exec: a fork
+		# child's instructions before its exec (the shim's EXEC record is made there)
+		# are then a part of their own, not lost when the new program's profile takes
+		# the pid's file, nor counted twice through the counts a child inherits.
+		local vg=(valgrind --tool=callgrind --trace-children=yes --dump-before=fork
+			--dump-before=vfork '--dump-before=exec*' "--callgrind-out-file=$d/cg.%p.%n"
+			--log-file=/dev/null)
 		case $v in
 		bare) (cd "$WD" && "${vg[@]}" "$@") ;;
 		layers) (cd "$WD" && BBX_SHIM=$EMPTY $BBX_RUN --journal "$J" -- "${vg[@]}" "$@") ;;
 		bbx) (cd "$WD" && $BBX_RUN --policy "$POL" --journal "$J" -- "${vg[@]}" "$@") ;;
 		esac >/dev/null 2>&1 || echo "count: $name ($v) exited non-zero" >&2
-		awk 'function done() {if (cmd != "") {c[cmd]++; s[cmd] += n}; cmd = ""; n = 0}
-			FNR == 1 {done()} / Command: / {cmd = $3} / Collected : / {n = $NF}
-			END {done(); for (k in c) print k, c[k], s[k]}' "$d"/log.* | LC_ALL=C sort >"$W/sum.$name.$v"
+		# Per program (the first word of a part's command line; a fork child's part
+		# before its exec is its parent's program's): the processes that ran its code
+		# and their instructions.
+		awk 'function done() {
+				if (cmd != "") {if (!((pid, cmd) in seen)) {seen[pid, cmd] = 1; c[cmd]++}; s[cmd] += n}
+				cmd = ""; n = 0
+			}
+			FNR == 1 {done(); pid = FILENAME; sub(/.*\/cg\./, "", pid); sub(/\..*/, "", pid)}
+			/^cmd:/ {cmd = $2} /^summary:/ {n = $2}
+			END {done(); for (k in c) print k, c[k], s[k]}' "$d"/cg.* | LC_ALL=C sort >"$W/sum.$name.$v"
+		rm -f "$d"/cg.*
 	done
 	report "$name"
 }
@@ -70,11 +87,11 @@ report() {
 	printf '%s:\n' "$name"
 	for v in $CVARIANTS; do
 		t=$(awk '{s += $3} END {print s}' "$W/sum.$name.$v")
-		printf '  %-7s %5d processes %12.1f M instructions  %s\n' "$v" \
+		printf '  %-7s %5d runs %12.1f M instructions  %s\n' "$v" \
 			"$(awk '{s += $2} END {print s}' "$W/sum.$name.$v")" "$(echo "$t" | awk '{print $1 / 1e6}')" \
 			"$(awk -v a="$t" -v b="$tb" 'BEGIN {printf "%.4f x bare (%+.1f M)", a / b, (a - b) / 1e6}')"
 	done
-	echo "  bbx against bare, by program (the 8 largest differences):"
+	echo "  bbx against bare, by program (the 8 largest differences; a fork child's instructions before its exec are its parent program's):"
 	LC_ALL=C join -a2 -e 0 -o 0,1.2,1.3,2.2,2.3 "$W/sum.$name.bare" "$W/sum.$name.bbx" |
 		awk '{d = $5 - $3; printf "%d %s %d %.1f %.1f %+.1f %+.1f\n", (d < 0 ? -d : d), $1, $4, $3 / 1e6, $5 / 1e6, d / 1e6, ($4 ? d / $4 / 1e3 : 0)}' |
 		sort -rn | head -n 8 | while read -r _ line; do
