@@ -142,6 +142,50 @@ START_TEST(test_shell_text)
 }
 END_TEST
 
+/* The scanner's character classes, byte by byte (redact.c, cls_tab): after which bytes
+ * a shell word starts, at which a value ends, which bytes continue a token's word, and
+ * where a URL's authority stops.  Every byte but NUL, each class against the list it
+ * must equal, so a table entry lost or added fails here. */
+START_TEST(test_byte_classes)
+{
+	bbx_redact_reset();
+	char in[128], want[128];
+	for (int b = 1; b < 256; b++) {
+		char c = (char)b;
+		bool sep = strchr(" \t\n\r;&|(`", c) != NULL;
+		bool end = strchr(" \t\n\r;&|()<>`'\"", c) != NULL;
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		bool stop = strchr(" \t\n\r/?#", c) != NULL;
+		/* a word starts after c: its NAME=VALUE is judged (or c joins "x" into one
+		 * identifier, whose name holds PASSWORD all the same) */
+		snprintf(in, sizeof in, "x%cPASSWORD=abc", c);
+		snprintf(want, sizeof want, sep || alnum || c == '_' ? "x%cPASSWORD=" M : "x%cPASSWORD=abc", c);
+		ck_assert_msg(!strcmp(text(in), want), "byte %d after a word: %s", b, buf);
+		/* c ends the value */
+		snprintf(in, sizeof in, "PASSWORD=abc%cdef", c);
+		if (end)
+			snprintf(want, sizeof want, "PASSWORD=" M "%cdef", c);
+		else
+			snprintf(want, sizeof want, "PASSWORD=" M);
+		ck_assert_msg(!strcmp(text(in), want), "byte %d in a value: %s", b, buf);
+		/* a token's prefix counts only where a word starts: not after a letter or digit */
+		snprintf(in, sizeof in, "%csk-abcdefghijklmnopqrstuvwxyz", c);
+		if (alnum)
+			snprintf(want, sizeof want, "%s", in);
+		else
+			snprintf(want, sizeof want, "%c" M, c);
+		ck_assert_msg(!strcmp(text(in), want), "byte %d before sk-: %s", b, buf);
+		/* a URL's authority stops at a blank, '/', '?' or '#' */
+		snprintf(in, sizeof in, "https://u:pw%cx@h", c);
+		if (stop)
+			snprintf(want, sizeof want, "%s", in);
+		else
+			snprintf(want, sizeof want, "https://u:" M "@h");
+		ck_assert_msg(!strcmp(text(in), want), "byte %d in an authority: %s", b, buf);
+	}
+}
+END_TEST
+
 START_TEST(test_url_passwords)
 {
 	bbx_redact_reset();
@@ -362,6 +406,7 @@ int main(void)
 	tcase_add_test(tc, test_env_defaults);
 	tcase_add_test(tc, test_argv_defaults);
 	tcase_add_test(tc, test_shell_text);
+	tcase_add_test(tc, test_byte_classes);
 	tcase_add_test(tc, test_url_passwords);
 	tcase_add_test(tc, test_configured);
 	tcase_add_test(tc, test_used_in_place);
