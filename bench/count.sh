@@ -19,7 +19,10 @@
 # callgrind dumps its counts before every fork and exec (--dump-before), so that what a
 # fork child runs before its exec (there the shim writes the EXEC record) is counted,
 # under its parent's program.  A "run" is one process running one program's code: a
-# fork child that execs makes two, its parent's program's and its own.  Two things differ from the timed runs, both printed with
+# fork child that execs makes two, its parent's program's and its own.  The runs can
+# differ by variant: a shell's vfork child that calls the shim's execve is dumped there,
+# where bare its few instructions before the exec may go uncounted (valgrind runs vfork
+# as a fork).  Two things differ from the timed runs, both printed with
 # the results:
 #   - the bbx variant's policy is the default one with [exec] static = allow.
 #     valgrind's tool is a static program, which the default policy runs with a
@@ -57,7 +60,8 @@ counted() {
 		# are then a part of their own, not lost when the new program's profile takes
 		# the pid's file, nor counted twice through the counts a child inherits.
 		local vg=(valgrind --tool=callgrind --trace-children=yes --dump-before=fork
-			--dump-before=vfork '--dump-before=exec*' "--callgrind-out-file=$d/cg.%p.%n"
+			--dump-before=vfork '--dump-before=execv*' '--dump-before=execl*' --dump-before=fexecve
+			"--callgrind-out-file=$d/cg.%p.%n"
 			--log-file=/dev/null)
 		case $v in
 		bare) (cd "$WD" && "${vg[@]}" "$@") ;;
