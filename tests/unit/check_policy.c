@@ -288,7 +288,7 @@ START_TEST(test_exec_rules)
 		"mkfs.ext4 /dev/sda1", "dd if=/dev/zero of=/dev/sda bs=1M", "dd of=/dev/nvme0n1",
 		"chmod -R 777 /", "chown -R me /", "git push --force", "git push -f origin main",
 		"git push origin main --force", "git push origin +main",
-		"bash -c :(){ :|:& };:",
+		"bash -c :(){ :|:& };:", "/usr/bin/rm -r /usr", "x/rm -rf /usr /tmp",
 	};
 	for (size_t i = 0; i < sizeof denied / sizeof *denied; i++) {
 		bbx_pol_exec(p, denied[i], &v);
@@ -298,6 +298,8 @@ START_TEST(test_exec_rules)
 		"rm -rf /tmp/build", "rm -rf ./node_modules", "rm -rf /nonexistent-home/proj/x",
 		"dd if=/dev/zero of=disk.img", "chmod -R 755 ./dist", "git push origin feature-fix",
 		"git status", "ls /", "echo rm",
+		/* every run but one of the rm-of-/usr rules' globs: " /usr" everywhere, no "/rm " */
+		"/usr/bin/ld -o a /usr/lib/crt1.o /usr/lib/crti.o -L/usr/lib a.o /usr/lib/crtn.o -rf",
 	};
 	for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++) {
 		bbx_pol_exec(p, allowed[i], &v);
@@ -317,6 +319,7 @@ START_TEST(test_exec_rules)
 		"origin", "main", "dd", "if=/dev/zero", "of=/dev/sda", "of=disk.img", "mkfs.ext4",
 		"/dev/sda1", "chmod", "chown", "-R", "777", "me", "terraform", "destroy", "x",
 		"*", "bash", "-c", ":(){", ":|:&", "};:", "./node_modules", "/tmp/build", "rmdir",
+		"/usr", "/usr/lib/crt1.o", "-L/usr/lib", "x/rm", "/usr/bin/ld",
 	};
 	enum { NW = sizeof words / sizeof *words, NC = 20000 };
 	static char cmds[NC][160];
