@@ -67,7 +67,7 @@ static int gen_temp(const char *op, char *tmpl, int suffixlen, int flags, int di
 		return bbx_refuse(rc);
 	for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
 		fill_random(x);
-		struct bbx_pending pend;
+		struct bbx_pending pend = {0};
 		rc = bbx_path_abs(AT_FDCWD, tmpl, bbx_tp.a, PATH_MAX);
 		if (!rc)
 			rc = bbx_cap_create_excl(&bbx_run, op, bbx_tp.a,
@@ -134,7 +134,7 @@ static FILE *do_tmpfile(const char *op, FILE *(*real)(void))
 	int saved;
 	if (!bbx_enter(&saved))
 		return real();
-	struct bbx_pending pend;
+	struct bbx_pending pend = {0};
 	int rc = bbx_usable_mut();
 	if (!rc)
 		rc = bbx_cap_create(&bbx_run, op, P_tmpdir, BBX_KIND_ANON, 0600, NULL, &pend);

@@ -23,6 +23,9 @@ TESTS += tests/e2e/t-policy.sh
 TESTS += tests/e2e/t-cost.sh
 # the captured set past its first segment: 280,000 temporary files (journal-format 9.2)
 TESTS += tests/e2e/t-captured.sh
+# the shim's memory errors in real programs, by valgrind's memcheck under bbx-run
+TESTS += tests/e2e/t-memcheck.sh
+EXTRA_DIST += tests/e2e/t-memcheck.sh
 # "> /dev/null" opened the short way, and a /dev/null that is not the null device
 TESTS += tests/e2e/t-devnull.sh
 EXTRA_DIST += tests/e2e/t-devnull.sh
