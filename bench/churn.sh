@@ -28,12 +28,9 @@ if [ ! -f "$T" ]; then
 	tar -cf "$T.tmp" -C "$W/mk" . && mv "$T.tmp" "$T"
 	rm -rf "$W/mk"
 fi
-# Every k-th regular file of the tree, EDITS of them.
-tar -tvf "$T" | awk '$1 ~ /^-/ {print $NF}' >"$W/all"
-total=$(wc -l <"$W/all")
-awk -v k=$((total / EDITS)) -v n="$EDITS" 'NR % k == 0 && c < n {print; c++}' "$W/all" >"$W/edits"
-echo "churn: $(basename "$T"): $total files, $(wc -l <"$W/edits") edited with sed -i, then rm -rf" >&2
+churn_work "$T" "$EDITS"
+echo "churn: $(basename "$T"): $CHURN_TOTAL files, $(wc -l <"$W/edits") edited with sed -i, then rm -rf" >&2
 setup() { mkdir -p "$WD"; }
 teardown() { discard "$WD"; }
-bench churn sh -c "tar -xf '$T' && xargs -a '$W/edits' sed -i 's/e/E/' && rm -rf ./*"
+bench churn sh -c "$CHURN_CMD"
 table churn

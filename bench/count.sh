@@ -42,8 +42,8 @@ CVARIANTS=bare
 CVARIANTS="$CVARIANTS bbx"
 
 # counted NAME PREP CMD: PREP (a shell command, untimed and uncounted) makes $WD ready,
-# then CMD runs there under callgrind in each variant; one log per process in
-# $W/cg.NAME.VARIANT, summed per program into $W/sum.NAME.VARIANT ("program count
+# then CMD runs there under callgrind in each variant; the profiles' parts go to
+# $W/cg.NAME.VARIANT and are summed per program into $W/sum.NAME.VARIANT ("program runs
 # instructions" lines).
 counted() {
 	local name=$1 prep=$2 v d
@@ -123,11 +123,8 @@ for wl in ${BENCH_COUNT:-configure compile churn spawn}; do
 			echo "count: no $T (bench/churn.sh makes it): churn skipped" >&2
 			continue
 		fi
-		tar -tvf "$T" | awk '$1 ~ /^-/ {print $NF}' >"$W/all"
-		total=$(wc -l <"$W/all")
-		edits=${BENCH_COUNT_EDITS:-1100}
-		awk -v k=$((total / edits)) -v n="$edits" 'NR % k == 0 && c < n {print; c++}' "$W/all" >"$W/edits"
-		counted churn : sh -c "tar -xf '$T' && xargs -a '$W/edits' sed -i 's/e/E/' && rm -rf ./*" ;;
+		churn_work "$T" "${BENCH_COUNT_EDITS:-1100}"
+		counted churn : sh -c "$CHURN_CMD" ;;
 	spawn)
 		counted spawn : bash -c "for i in \$(seq ${BENCH_COUNT_SPAWNS:-50}); do /bin/true; done" ;;
 	*) echo "count: unknown workload $wl" >&2; exit 2 ;;

@@ -79,6 +79,16 @@ debian_tarball() {
 	echo "$t"
 }
 
+# churn_work TAR EDITS: the churn workload's files to edit, every k-th regular file of
+# TAR, EDITS of them, into $W/edits; CHURN_TOTAL the tree's regular files and CHURN_CMD
+# the workload (for `sh -c`): untar, sed -i those files, rm -rf the tree.
+churn_work() {
+	tar -tvf "$1" | awk '$1 ~ /^-/ {print $NF}' >"$W/all"
+	CHURN_TOTAL=$(wc -l <"$W/all")
+	awk -v k=$((CHURN_TOTAL / $2)) -v n="$2" 'NR % k == 0 && c < n {print; c++}' "$W/all" >"$W/edits"
+	CHURN_CMD="tar -xf '$1' && xargs -a '$W/edits' sed -i 's/e/E/' && rm -rf ./*"
+}
+
 # discard PATH...: out of the way, deleted at exit rather than now.  ext4 without a
 # journal (this machine's root filesystem) allocates new inodes past the ones freed in
 # the last minutes, checking each of them (recently_deleted(), seen with perf): after a
