@@ -703,7 +703,10 @@ size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 		uint64_t h = 0, *grp = NULL;
 		if (clean_n >= CLEAN_WAYS) {
 			sl = strlen(s);
-			h = XXH64(s, sl, clean_seed) | 1; /* 0 is an empty slot */
+			/* XXH3, not the journal's XXH64: on an environment's short entries it
+			 * takes ~60 % of the instructions (callgrind: 37 entries, 1,359 bytes,
+			 * 3.7 k against 6.3 k, every exec); the table lives for one run. */
+			h = XXH3_64bits_withSeed(s, sl, clean_seed) | 1; /* 0: an empty slot */
 			grp = &clean_slots[((h >> 1) % (clean_n / CLEAN_WAYS)) * CLEAN_WAYS];
 			bool hit = false;
 			for (int k = 0; k < CLEAN_WAYS && !hit; k++)
