@@ -119,7 +119,7 @@ struct bbx_scratch {
  * epoch on entering a wrapper, around its real call and after it (shim.h), and the
  * capture itself after each change it makes (a hard link, a shard directory).  0, the
  * tools' value, turns the memo off.  Per thread. */
-extern __thread uint64_t bbx_stat_epoch;
+extern __thread uint64_t bbx_stat_epoch __attribute__((tls_model("initial-exec")));
 /* Puts what the shim's policy already learnt about p (by a descriptor-relative fstatat
  * of the name it decided on, or an fstat of its directory) into the memo, so the
  * capture does not walk the whole path again.  ret and err as from newfstatat.  Leaves
@@ -259,7 +259,7 @@ void bbx_nsgen_bump(void);
  * is not one, without RENAME_EXCHANGE): the wrapper's bump after the call is then not
  * needed either.  Read and cleared by the wrapper after the call (shim/names.c); 0, the
  * default, means bump. */
-extern __thread int bbx_cap_rename_keeps_dirs;
+extern __thread int bbx_cap_rename_keeps_dirs __attribute__((tls_model("initial-exec")));
 
 /* This thread's scratch, mapped (mmap, async-signal-safe) on first use and unmapped at
  * thread exit.  NULL when it cannot be mapped: callers refuse with ENOMEM. */

@@ -8,7 +8,7 @@
 # capture's scratch comes populated, the one mapped for fork children does not; the
 # variables most processes touch lie in the data segment's page.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 14
+plan 15
 
 SO="$BBX_SHIM"
 # 1. Every function named in hot.ld that the shim has lies in the section that names it
@@ -47,6 +47,16 @@ read -r off fsz < <(readelf -lW "$SO" | awk '$1 == "LOAD" && $7 ~ /W/ {print $2,
 diag "writable LOAD segment: offset $off, $fsz bytes from the file; $(readelf -rW "$SO" | grep -c R_X86_64_RELATIVE) relative relocations"
 [ -n "$off" ] && [ $(((off % 4096) + fsz)) -le 4096 ]
 ok $? "the data segment the loader writes is one page"
+
+# 2b. The shim's thread-local variables use the initial-exec model (a preloaded object's
+# TLS is static): one extern declaration without tls_model("initial-exec") made its users
+# general-dynamic, and the object then needed ld-linux-x86-64.so.2 for __tls_get_addr -
+# one more NEEDED entry, version check and lazy slot in every process (~1,000 loader
+# instructions a start, callgrind of /bin/true), though the linker relaxed every call.
+needed=$(readelf -dW "$SO" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+diag "NEEDED: $needed"
+[ "$needed" = "libc.so.6 " ] && ! readelf -rW "$SO" | grep -q __tls_get_addr
+ok $? "the shim needs libc.so.6 alone, and no __tls_get_addr"
 
 # 3, 4. callgrind: every shim function run in a shell's fork child (from its atfork
 # handler to the exec), and in the program the child became, lies in .text.bbx_hot.  The
