@@ -5,7 +5,7 @@
 # without a journal argument act on the latest run.  bbx-run without --journal makes a
 # new run and moves `latest` to it.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 11
+plan 13
 W=$(new_ws)
 mkdir -p "$W/d/e"
 echo one >"$W/d/e/f"
@@ -37,4 +37,18 @@ ok $? "bbx-run without --journal"
 ok $? "it made a new run and moved latest to it"
 bbx-undo -q >/dev/null 2>&1 && [ ! -e "$W/h" ] && [ "$(cat "$W/f")" = keep ]
 ok $? "bbx-undo (latest) undoes that run, not the first one again"
+
+# The exec wrappers keep LD_PRELOAD as they find it when it names the shim (shim/env.c,
+# preload_has_shim: the last component of one of its entries), and put the shim first
+# when a program's own value leaves it out: never the shim twice, nor a value lost.
+libc=$(ldd /bin/sh | awk '$1 ~ /^libc\.so/ {print $3}')
+got=$(cd "$W" && bbx-run -q --journal "$T_TMP/jp" -- sh -c 'sh -c "printenv LD_PRELOAD"')
+want=$(cd "$W" && bbx-run -q --journal "$T_TMP/jp0" -- printenv LD_PRELOAD)
+diag "LD_PRELOAD two execs down: '$got' (the run's: '$want')"
+[ -n "$want" ] && [ "$got" = "$want" ]
+ok $? "two execs down, LD_PRELOAD is the run's, unchanged"
+got=$(cd "$W" && bbx-run -q --journal "$T_TMP/jp2" -- sh -c "LD_PRELOAD=$libc sh -c 'printenv LD_PRELOAD'")
+diag "a program's own LD_PRELOAD=$libc, one exec down: '$got'"
+[ "$got" = "$want $libc" ]
+ok $? "a program's own LD_PRELOAD without the shim: the shim first, the program's after"
 finish
