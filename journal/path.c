@@ -372,13 +372,12 @@ static int cwd_join(const struct bbx_scratch *s, const char *rel, size_t rl, cha
 	return 0;
 }
 
+/* path: past its leading "./" components, non-empty and clean (bbx_path_clean), as
+ * bbx_path_abs found it before calling. */
 static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t cap)
 {
 	uint64_t gen = bbx_dname_gen();
 	if (!gen || s->cwd_gen != gen)
-		return 0;
-	path = past_dot_slash(path);
-	if (!*path || !bbx_path_clean(path))
 		return 0;
 	size_t cl = strlen(s->cwd);
 	if (!cl || cl >= cap)
@@ -514,6 +513,13 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 	bbx_path_parent_real = NULL;
 	if (!path)
 		return -EFAULT;
+	/* What follows the directory part: past the root's '/', or a relative path's
+	 * leading "./" components.  Clean (no "", "." or ".." component, no trailing '/'),
+	 * it is appended whole, in one copy: the loop below took ~10 instructions a byte
+	 * (callgrind: ~500 for each of tar -x's 13,000 names). */
+	const char *rest = path[0] == '/' ? path + 1 : past_dot_slash(path);
+	size_t rl = strlen(rest);
+	int clean = rl && rest[0] != '/' && rest[rl - 1] != '/' && bbx_path_clean(rest);
 	if (path[0] != '/') {
 		int rc = 0;
 		if (dirfd == AT_FDCWD) {
@@ -521,7 +527,7 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 			struct bbx_scratch *s = ep ? bbx_scratch() : NULL;
 			if (!s || s->cwd_epoch == ep)
 				rc = bbx_path_cwd(out, cap);
-			else if (!cwd_kept(s, path, out, cap))
+			else if (!clean || !cwd_kept(s, rest, out, cap))
 				rc = cwd_read(s, out, cap);
 		} else {
 			rc = dir_name(dirfd, out, cap);
@@ -529,6 +535,16 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 		if (rc)
 			return rc;
 		len = strlen(out);
+	}
+	if (clean) {
+		if (len > 0 && out[len - 1] == '/')
+			len--;
+		if (len + 1 + rl + 1 > cap)
+			return -ENAMETOOLONG;
+		out[len++] = '/';
+		memcpy(out + len, rest, rl + 1);
+		len += rl;
+		goto done;
 	}
 	/* Append path component by component, dropping "" and "." components. */
 	const char *s = path;
@@ -553,6 +569,7 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 	if (len == 0)
 		out[len++] = '/';
 	out[len] = 0;
+done:
 	/* The common case costs nothing more; the rest is resolved by the kernel. */
 	if (dotdot || !strncmp(out, "/proc/", 6) || !strncmp(out, "/dev/fd/", 8))
 		return canon_parent(out, cap);
