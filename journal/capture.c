@@ -459,7 +459,10 @@ static int k_fstat(int fd, struct stat *sb)
  * undo - another process - would write its own /proc/self.  Not journaled. */
 static int pseudo_fs(const char *path)
 {
-	return !strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5);
+	/* The second byte first: every call of the capture asks, and two strncmp calls
+	 * were ~50 instructions of each (callgrind, rm -r). */
+	return path[0] == '/' && ((path[1] == 'p' && !strncmp(path, "/proc/", 6)) ||
+				  (path[1] == 's' && !strncmp(path, "/sys/", 5)));
 }
 
 static int is_journal_dir(const struct bbx_run *run, const struct stat *sb)

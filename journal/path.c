@@ -571,7 +571,8 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 	out[len] = 0;
 done:
 	/* The common case costs nothing more; the rest is resolved by the kernel. */
-	if (dotdot || !strncmp(out, "/proc/", 6) || !strncmp(out, "/dev/fd/", 8))
+	if (dotdot || (out[1] == 'p' && !strncmp(out, "/proc/", 6)) ||
+	    (out[1] == 'd' && !strncmp(out, "/dev/fd/", 8)))
 		return canon_parent(out, cap);
 	/* A single name relative to the cwd or a directory descriptor: its directory part
 	 * is the kernel's own name for that directory (getcwd, /proc/self/fd). */

@@ -507,14 +507,14 @@ static int always_writable(const char *p)
 					  "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"};
 	/* The process's own /proc entries (oom_score_adj, comm, attr/...): settings of the
 	 * process itself, not files of any tree. */
-	if (!strncmp(p, "/proc/", 6)) {
+	if (p[0] == '/' && p[1] == 'p' && !strncmp(p, "/proc/", 6)) {
 		char own[32];
 		int n = snprintf(own, sizeof own, "/proc/%d", (int)getpid());
 		return bbx_path_under(p, "/proc/self", 10) ||
 		       bbx_path_under(p, "/proc/thread-self", 17) ||
 		       (n > 0 && bbx_path_under(p, own, (size_t)n));
 	}
-	if (strncmp(p, "/dev/", 5))
+	if (p[0] != '/' || p[1] != 'd' || strncmp(p, "/dev/", 5))
 		return 0;
 	/* The first byte of the device's name first: a workspace in /dev/shm (the
 	 * benchmarks' tmpfs) was compared with all eight on every call. */
