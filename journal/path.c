@@ -493,15 +493,16 @@ __thread const char *bbx_path_parent_real __attribute__((tls_model("initial-exec
 
 int bbx_path_clean(const char *path)
 {
-	if (strstr(path, "//"))
-		return 0;
-	/* A relative path's first component, then each "/." (libc's vectorised search; a
-	 * byte loop here cost 8 instructions a byte, callgrind). */
+	/* A relative path's first component, then what follows each '/': found by strchr,
+	 * not strstr, which a fork child on its way to exec would fault in for this alone
+	 * (bbx_path_abs of the program's name: issue 5, spawn); a byte loop here cost 8
+	 * instructions a byte (callgrind). */
 	if (path[0] == '.' &&
 	    (!path[1] || path[1] == '/' || (path[1] == '.' && (!path[2] || path[2] == '/'))))
 		return 0;
-	for (const char *s = path; (s = strstr(s, "/.")); s += 2)
-		if (!s[2] || s[2] == '/' || (s[2] == '.' && (!s[3] || s[3] == '/')))
+	for (const char *s = path; (s = strchr(s, '/')); s++)
+		if (s[1] == '/' ||
+		    (s[1] == '.' && (!s[2] || s[2] == '/' || (s[2] == '.' && (!s[3] || s[3] == '/')))))
 			return 0;
 	return 1;
 }
