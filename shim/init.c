@@ -269,7 +269,7 @@ static void prebind(void)
 	(void)sink;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	bbx_run_ids_learn(); /* getpid, getppid, getuid: bound, and the answers kept */
+	bbx_run_ids_learn(); /* pid, ppid and uid: the answers kept for the children */
 	(void)bbx_errno_loc(); /* errno's address, kept for this thread and its fork children */
 	(void)syscall(SYS_gettid);
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
