@@ -520,7 +520,8 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 	 * (callgrind: ~500 for each of tar -x's 13,000 names). */
 	const char *rest = path[0] == '/' ? path + 1 : past_dot_slash(path);
 	size_t rl = strlen(rest);
-	int clean = rl && rest[0] != '/' && rest[rl - 1] != '/' && bbx_path_clean(rest);
+	int words = rl && rest[0] != '/' && bbx_path_clean(rest); /* cwd_kept's condition */
+	int clean = words && rest[rl - 1] != '/';
 	if (path[0] != '/') {
 		int rc = 0;
 		if (dirfd == AT_FDCWD) {
@@ -528,7 +529,7 @@ int bbx_path_abs(int dirfd, const char *path, char *out, size_t cap)
 			struct bbx_scratch *s = ep ? bbx_scratch() : NULL;
 			if (!s || s->cwd_epoch == ep)
 				rc = bbx_path_cwd(out, cap);
-			else if (!clean || !cwd_kept(s, rest, out, cap))
+			else if (!words || !cwd_kept(s, rest, out, cap))
 				rc = cwd_read(s, out, cap);
 		} else {
 			rc = dir_name(dirfd, out, cap);
