@@ -716,7 +716,7 @@ bool bbx_pol_read_inode(const struct bbx_pol_hdr *p, uint64_t dev, uint64_t ino,
  * 25 arguments passed all 28 built-in rules that start with a star (rm of a system
  * directory by any path to rm, mkfs, the fork bomb), each scanning its ~350 bytes:
  * ~81,000 instructions an exec (callgrind, issue 5). */
-#define PAIR_BITS 2048
+#define PAIR_BITS BBX_POL_PAIR_BITS
 static unsigned pair_hash(unsigned char a, unsigned char b)
 {
 	return ((unsigned)a * 33u + b) & (PAIR_BITS - 1);
@@ -768,12 +768,19 @@ static bool runs_may(const char *g, const char *s, const uint64_t pairs[PAIR_BIT
 
 void bbx_pol_exec(const struct bbx_pol_hdr *p, const char *cmdline, struct bbx_pol_verdict *v)
 {
+	struct bbx_pol_pairs pp;
+	pp.ready = 0;
+	bbx_pol_exec_pairs(p, cmdline, &pp, v);
+}
+
+void bbx_pol_exec_pairs(const struct bbx_pol_hdr *p, const char *cmdline,
+			struct bbx_pol_pairs *pp, struct bbx_pol_verdict *v)
+{
 	const struct bbx_pol_rule *r = bbx_pol_rules(p);
 	const struct bbx_pol_ix *ix =
 		__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) == 2 && idx_blob == p ? idx : NULL;
 	uint32_t n = ix ? ix->xidx_n : p->n_rules;
-	uint64_t pairs[PAIR_BITS / 64];
-	bool paired = false;
+	uint64_t *pairs = pp->set;
 	for (uint32_t k = 0; k < n; k++) {
 		if (ix && ix->xidx_first[k] && ix->xidx_first[k] != (unsigned char)cmdline[0])
 			continue;
@@ -787,9 +794,9 @@ void bbx_pol_exec(const struct bbx_pol_hdr *p, const char *cmdline, struct bbx_p
 			continue;
 		if (ix && ix->xidx_len[k]) {
 			const char *lit = g + ix->xidx_off[k];
-			if (!paired) {
+			if (!pp->ready) {
 				pairs_of(cmdline, pairs);
-				paired = true;
+				pp->ready = 1;
 			}
 			if (!pairs_may(pairs, lit, ix->xidx_len[k]) ||
 			    !has_literal(cmdline, lit, ix->xidx_len[k]) ||

@@ -233,6 +233,21 @@ bool bbx_pol_read_inode(const struct bbx_pol_hdr *p, uint64_t dev, uint64_t ino,
 			struct bbx_pol_verdict *v);
 /* An exec of the command line (argv joined by single spaces). */
 void bbx_pol_exec(const struct bbx_pol_hdr *p, const char *cmdline, struct bbx_pol_verdict *v);
+/* The byte pairs of a command line, hashed into a set (match.c): a rule whose literal
+ * runs hold a pair the line lacks cannot match it. */
+#define BBX_POL_PAIR_BITS 2048
+struct bbx_pol_pairs {
+	uint64_t set[BBX_POL_PAIR_BITS / 64];
+	int ready; /* 0: not computed yet (the caller sets it to 0 once) */
+};
+/* bbx_pol_exec with the pair set in pp, computed at the first call that needs it and
+ * kept for the next: valid for every later line that is a substring of the line it
+ * was computed for (a superset of pairs only lets more rules reach their glob, so no
+ * verdict changes).  The shim checks the forms of one exec's command line (as given,
+ * argv[0]'s directory dropped, sh -c's script), each a suffix of the one before when
+ * the whole line fits. */
+void bbx_pol_exec_pairs(const struct bbx_pol_hdr *p, const char *cmdline,
+			struct bbx_pol_pairs *pp, struct bbx_pol_verdict *v);
 /* Egress to an address; host is the name it was resolved from (NULL if unknown). */
 void bbx_pol_net(const struct bbx_pol_hdr *p, const struct sockaddr *sa, socklen_t len,
 		 const char *host, struct bbx_pol_verdict *v);

@@ -288,7 +288,12 @@ __attribute__((noinline)) static int exec_rules(const struct bbx_pol_hdr *p, con
 						char *const argv[], int *rc)
 {
 	struct bbx_pol_verdict v;
-	char cmd[join_room(argv)];
+	size_t room = join_room(argv);
+	char cmd[room];
+	/* Each form is a suffix of the one before, unless the line was cut at 4 KiB: then
+	 * each form computes its own pairs (a shorter form reaches further into argv). */
+	struct bbx_pol_pairs pp;
+	pp.ready = 0;
 	const char *forms = "gbs"; /* given, basename, shell script */
 	for (const char *f = forms; *f; f++) {
 		if (*f == 'b' && !has_slash(argv[0]))
@@ -303,7 +308,9 @@ __attribute__((noinline)) static int exec_rules(const struct bbx_pol_hdr *p, con
 		} else {
 			join(argv, 0, cmd, sizeof cmd, *f == 'b');
 		}
-		bbx_pol_exec(p, cmd, &v);
+		if (room >= 4096)
+			pp.ready = 0;
+		bbx_pol_exec_pairs(p, cmd, &pp, &v);
 		if (v.decision == BBX_DEC_ALLOW && !v.rule)
 			continue;
 		*rc = bbx_pol_report(op, BBX_ACC_EXEC, NULL, NULL, NULL, NULL, argv, &v);
