@@ -15,6 +15,9 @@
 #   churn      churn.sh's workload: tar -x of its tree, sed -i of every 10th file
 #              (BENCH_COUNT_EDITS, default 1100), rm -rf
 #   spawn      bash starting /bin/true BENCH_COUNT_SPAWNS times (default 50)
+#   cmake      json-c 0.16, a CMake project from Debian's archive (fetched once): cmake's
+#              configure step and make of the shared library and its apps, ~1,600
+#              processes (not in the default set: ~40 minutes for the three variants)
 #
 # callgrind dumps its counts before every fork and exec (--dump-before), so that what a
 # fork child runs before its exec (there the shim writes the EXEC record) is counted,
@@ -125,6 +128,14 @@ for wl in ${BENCH_COUNT:-configure compile churn spawn}; do
 		fi
 		churn_work "$T" "${BENCH_COUNT_EDITS:-1100}"
 		counted churn : sh -c "$CHURN_CMD" ;;
+	cmake)
+		command -v cmake >/dev/null 2>&1 || { echo "count: no cmake: cmake skipped" >&2; continue; }
+		if ! t=$(debian_tarball "$JSONC_ORIG"); then
+			echo "count: no json-c tarball in $CACHE and $DEBIAN_POOL unreachable: cmake skipped" >&2
+			continue
+		fi
+		counted cmake "mkdir src && tar -xf '$t' -C src --strip-components=1" \
+			sh -c 'cmake -S src -B b -DBUILD_TESTING=OFF -DBUILD_STATIC_LIBS=OFF >/dev/null 2>&1 && make -C b >/dev/null' ;;
 	spawn)
 		counted spawn : bash -c "for i in \$(seq ${BENCH_COUNT_SPAWNS:-50}); do /bin/true; done" ;;
 	*) echo "count: unknown workload $wl" >&2; exit 2 ;;

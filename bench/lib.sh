@@ -66,6 +66,7 @@ IW="$W/iw"	# the installwatch root (log and BACKUP/) of the current run
 
 DEBIAN_POOL=${BENCH_DEBIAN_POOL:-http://deb.debian.org/debian/pool/main}
 ZLIB_ORIG=${BENCH_ZLIB_ORIG:-z/zlib/zlib_1.2.13.dfsg.orig.tar.bz2}
+JSONC_ORIG=${BENCH_JSONC_ORIG:-j/json-c/json-c_0.16.orig.tar.gz}
 # debian_tarball POOL-PATH: the cached copy of a tarball from Debian's archive (the one
 # network this machine class reaches besides npm), fetched once.
 debian_tarball() {
