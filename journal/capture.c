@@ -512,6 +512,21 @@ static int trusted_unprotected(const struct bbx_run *run, const struct bbx_stat_
 		bbx_state_level(run->st, m->sb.st_dev, m->sb.st_ino) >= BBX_LVL_CONTENT);
 }
 
+/* dir, just stated (sb), is the working directory getcwd named in this very call: its
+ * identity, for the next calls' check (path.c, cwd_kept), at no cost of its own.  From
+ * the stat of a creation's or removal's directory (cap_parent), and from the
+ * journal-directory check of an open for writing (protected_parent): a shell that only
+ * appends to a file older than the run ("echo x >> log" in a loop) otherwise paid a
+ * getcwd at every append, never having created anything there. */
+static void cwd_learn(const char *dir, const struct stat *sb)
+{
+	if (!tls.cwd_ino && tls.cwd_gen && tls.cwd_epoch == bbx_stat_epoch &&
+	    S_ISDIR(sb->st_mode) && !strcmp(dir, tls.cwd)) {
+		tls.cwd_dev = sb->st_dev;
+		tls.cwd_ino = sb->st_ino;
+	}
+}
+
 static int protected_parent(const struct bbx_run *run, const char *path)
 {
 	if (in_journal_dir(run, path))
@@ -528,7 +543,10 @@ static int protected_parent(const struct bbx_run *run, const char *path)
 	if (trusted_unprotected(run, memo_kname(parent, n)))
 		return 0;
 	struct stat sb;
-	return k_stat(parent, &sb) == 0 && is_protected_dir(run, parent, &sb);
+	if (k_stat(parent, &sb) != 0)
+		return 0;
+	cwd_learn(parent, &sb);
+	return is_protected_dir(run, parent, &sb);
 }
 
 /* Is the entry at path inside the journal directory (or that directory itself)? */
@@ -625,13 +643,7 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 		return 0;
 	if (k_stat(tls.tmp, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return 0; /* the call itself will fail */
-	if (!tls.cwd_ino && tls.cwd_gen && tls.cwd_epoch == bbx_stat_epoch &&
-	    !strcmp(tls.tmp, tls.cwd)) {
-		/* The working directory getcwd named in this call: its identity, for the
-		 * next calls' check (path.c, cwd_kept), at no cost of its own. */
-		tls.cwd_dev = sb.st_dev;
-		tls.cwd_ino = sb.st_ino;
-	}
+	cwd_learn(tls.tmp, &sb);
 	if (is_protected_dir(run, tls.tmp, &sb))
 		return -EACCES; /* never an entry of the run's own journal directory */
 	if (level_of(run, &sb) >= BBX_LVL_CONTENT)

@@ -9,7 +9,7 @@ import sys
 if sys.argv[1] == "--prep":
     # Made before the run, by the test, outside it: files the run did not create.
     op, n = sys.argv[2], int(sys.argv[3])
-    if op in ("unlinkold", "unlinkxdev", "chmodold", "touchold"):
+    if op in ("unlinkold", "unlinkxdev", "chmodold", "touchold", "appendold"):
         for i in range(n):
             open("f%d" % i, "w").write("old %d\n" % i)
     if op == "chmodatold":
@@ -18,7 +18,14 @@ if sys.argv[1] == "--prep":
             open("d/f%d" % i, "w").write("old %d\n" % i)
     sys.exit(0)
 op, n = sys.argv[1], int(sys.argv[2])
-open("warm", "w").close()
+if op == "appendold":
+    # a shell appending to a file older than the run ("echo x >> log" in a loop), that
+    # creates nothing in its working directory: the first append opens the run
+    fd = os.open("f0", os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"x\n")
+    os.close(fd)
+else:
+    open("warm", "w").close()
 if op in ("rename", "link"):
     open("src", "w").close()
 if op in ("unlink", "unlinkat", "unlinkatdup"):
@@ -97,6 +104,10 @@ for i in range(n):
         os.unlink("f%d" % i, dir_fd=dfd)
     elif op == "chmodold":
         os.chmod("f%d" % i, 0o640)
+    elif op == "appendold":
+        fd = os.open("f0", os.O_WRONLY | os.O_APPEND)
+        os.write(fd, b"x\n")
+        os.close(fd)
     elif op == "touchold":
         # GNU touch of a file older than the run: opened for writing (no O_TRUNC: its
         # content is preserved), its times set through the descriptor

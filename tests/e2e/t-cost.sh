@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=89
+PLAN=92
 plan $PLAN
 
 N=100
@@ -134,6 +134,15 @@ budget unlinkatdup 110 10 "as unlinkat, through fcntl's copy of the descriptor" 
 # the entry is stated relative to the descriptor, as the call names it (shim/meta.c,
 # bbx_at_set): was 4 stats, three of them by absolute path.
 budget chmodold 201 100 "lstat of the name, one write"
+# An append to a file older than the run, after the first (its SIZE record): covered,
+# no record.  What is left is the lstat of the name (the write decision's, which finds
+# the inode covered) and the stat of its directory (the journal-directory check); a
+# process that never creates or removes anything in its working directory now learns
+# the directory's identity from that stat (capture.c, cwd_learn), so the name needs no
+# getcwd (it was 3 a call, the shell loop `echo $i >>old.log` 1.78 x bare).
+budget appendold 201 0 "lstat of the name, stat of its directory; no record"
+n=$(between "$T_TMP/bbx.st" | grep -c 'getcwd(')
+[ "$n" -eq 0 ]; ok $? "appendold: no getcwd after the first append ($n for $N appends)"
 budget chmodatold 305 100 "fstat of the descriptor, lstat of the entry, one write; the descriptor's name read once"
 [ "$PROCFD" -le 1 ]; ok $? "chmodatold: the directory descriptor's name read from /proc/self/fd at most once ($PROCFD times for $N calls)"
 [ "$ABSENTRY" -eq 0 ]; ok $? "chmodatold: the entries stated through the descriptor, never by absolute path ($ABSENTRY times)"
