@@ -17,7 +17,10 @@
 #   spawn      bash starting /bin/true BENCH_COUNT_SPAWNS times (default 50)
 #   cmake      json-c 0.16, a CMake project from Debian's archive (fetched once): cmake's
 #              configure step and make of the shared library and its apps, ~1,600
-#              processes (not in the default set: ~40 minutes for the three variants)
+#              processes (not in the default set: ~40 minutes for the three variants).
+#              Its counts vary by about a per cent from run to run: cmake and make
+#              decide by file times within one second, and a run has a few processes
+#              more or fewer (cmake 380-385, the shells 274-280, session 43)
 #
 # callgrind dumps its counts before every fork and exec (--dump-before), so that what a
 # fork child runs before its exec (there the shim writes the EXEC record) is counted,
