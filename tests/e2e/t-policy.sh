@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 130
+plan 131
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -573,4 +573,21 @@ echo before >"$W/pre2.txt"
 	LD_PRELOAD="$BBX_SHIM" python3 -c "$OBJMETA" pre2.txt "$T_TMP/st.nopol/latest") >"$T_TMP/o" 2>&1
 grep -q '^refused refused 0o[0-6][0-7][0-7] True$' "$T_TMP/o"; ok $? "... and in a run without a policy, by the object's identity ($(tail -1 "$T_TMP/o"))"
 grep -q 'no policy is enforced' "$T_TMP/o"; ok $? "... (that run said it had no policy)"
+# The forms of one command line share a pair set only while the whole line fits in
+# 4 KiB (shim/exec.c, exec_rules): cut there, the form with argv[0]'s directory dropped
+# reaches further into argv, past where the pairs were taken.  Here the given form's
+# 4 KiB ends inside a long argument, and only the shorter form holds the denied word.
+LONGPOL=$(pol long "[exec]\ndeny = *ZZQQ*\n")
+run "$LONGPOL" python3 -c '
+import os, sys
+prog = "/" + "./" * 300 + "bin/echo"
+try:
+    os.execv(prog, [prog, "a" * 3700, "ZZ" + "QQ"])
+except PermissionError:
+    print("refused")
+    sys.exit(3)'
+rc=$?
+[ $rc -eq 3 ] && grep -qx refused "$T_TMP/o"
+ok $? "exec whose line is cut at 4 KiB: the basename form, which reaches the denied word, is refused (exit $rc)"
+
 finish
