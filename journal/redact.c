@@ -633,42 +633,34 @@ static bool p_tool(const char *tool)
 	return false;
 }
 
-size_t bbx_redact_arg(const char *tool, const char *prev, const char *arg, char *out,
-		      size_t cap)
+/* One argv element into o, after an element that is (pf) or is not a flag whose value
+ * is secret (argv_glob(prev, true)). */
+static void arg_into(struct out *o, const char *tool, bool pf, const char *arg)
 {
-	struct out o = {out, cap, 0};
 	const char *g;
-	if (prev && argv_glob(prev, true)) {
-		mark(&o, arg, strlen(arg));
+	if (pf) {
+		mark(o, arg, strlen(arg));
 	} else if ((g = argv_glob(arg, false))) {
 		/* Keep the flag: through the '=' when there is one, else the glob's literal
 		 * prefix ("-p" of "-p*"). */
 		const char *eq = strchr(arg, '=');
 		size_t keep = eq ? (size_t)(eq + 1 - arg) : strcspn(g, "*?");
-		put(&o, arg, keep);
-		mark(&o, arg + keep, strlen(arg + keep));
+		put(o, arg, keep);
+		mark(o, arg + keep, strlen(arg + keep));
 	} else if (arg[0] == '-' && arg[1] == 'p' && arg[2] && p_tool(tool)) {
-		put(&o, arg, 2);
-		mark(&o, arg + 2, strlen(arg + 2));
-	} else if (!env_entry(&o, arg, true)) {
-		text(&o, arg);
+		put(o, arg, 2);
+		mark(o, arg + 2, strlen(arg + 2));
+	} else if (!env_entry(o, arg, true)) {
+		text(o, arg);
 	}
-	return finish(&o);
 }
 
-size_t bbx_redact_argv(char *const argv[], char *out, size_t cap)
+size_t bbx_redact_arg(const char *tool, const char *prev, const char *arg, char *out,
+		      size_t cap)
 {
-	size_t len = 0;
-	bool full = false;
-	for (size_t i = 0; argv && argv[i]; i++) {
-		size_t room = full || len >= cap ? 0 : cap - len;
-		size_t n = bbx_redact_arg(argv[0], i ? argv[i - 1] : NULL, argv[i],
-					  room ? out + len : NULL, room);
-		if (n + 1 > room)
-			full = true; /* later elements must not shift into its place */
-		len += n + 1;
-	}
-	return len;
+	struct out o = {out, cap, 0};
+	arg_into(&o, tool, prev && argv_glob(prev, true), arg);
+	return finish(&o);
 }
 
 BBX_HOT static uint64_t *clean_slots;
@@ -690,8 +682,54 @@ void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed)
  * without its lowest bit, which is always set (0 marks an empty slot): taken from the
  * whole hash, as the two-way table did, half of its pairs were never used, and in an
  * environment of 45 entries three were scanned at every exec, ~12k instructions of the
- * ~55k an EXEC record cost (callgrind, issue 5). */
+ * ~55k an EXEC record cost (callgrind, issue 5).
+ *
+ * argv elements share the table, hashed with another seed (an element and an
+ * environment entry of the same bytes are two keys), and are stored only in the last
+ * CLEAN_ARGV_WAYS slots of a group: a build's one-off arguments (each compile's source,
+ * object and temporary names) fill those and stay, never displacing the environment's. */
 #define CLEAN_WAYS 4
+#define CLEAN_ARGV_WAYS 2
+#define CLEAN_ARGV_SEED 0x6172677620636c6eull /* "argv cln" */
+
+static inline uint64_t *clean_group(uint64_t h)
+{
+	return &clean_slots[((h >> 1) % (clean_n / CLEAN_WAYS)) * CLEAN_WAYS];
+}
+
+static inline bool clean_hit(const uint64_t *grp, int from, uint64_t h)
+{
+	for (int k = from; k < CLEAN_WAYS; k++)
+		if (__atomic_load_n(&grp[k], __ATOMIC_RELAXED) == h)
+			return true;
+	return false;
+}
+
+/* h into the first empty slot of grp from slot from on, unless it is there already.
+ * Each slot is looked at before any compare-and-swap: a locked cmpxchg writes even when
+ * it fails, and a full group would then cost every fork child a write fault on the
+ * shared page (issue 5). */
+static void clean_store(uint64_t *grp, int from, uint64_t h)
+{
+	for (int k = from; k < CLEAN_WAYS; k++) {
+		uint64_t cur = __atomic_load_n(&grp[k], __ATOMIC_RELAXED), empty = 0;
+		if (cur == h) /* another process stored it meanwhile */
+			return;
+		if (cur == 0 && (__atomic_compare_exchange_n(&grp[k], &empty, h, false,
+							    __ATOMIC_RELAXED, __ATOMIC_RELAXED) ||
+				 empty == h))
+			return;
+	}
+}
+
+/* s whole into out (room bytes): what a clean entry redacts to. */
+static size_t copy_clean(const char *s, size_t sl, char *out, size_t room)
+{
+	struct out o = {out, room, 0};
+	put(&o, s, sl);
+	return finish(&o);
+}
+
 size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 {
 	size_t len = 0;
@@ -707,34 +745,16 @@ size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 			 * takes ~60 % of the instructions (callgrind: 37 entries, 1,359 bytes,
 			 * 3.7 k against 6.3 k, every exec); the table lives for one run. */
 			h = XXH3_64bits_withSeed(s, sl, clean_seed) | 1; /* 0: an empty slot */
-			grp = &clean_slots[((h >> 1) % (clean_n / CLEAN_WAYS)) * CLEAN_WAYS];
-			bool hit = false;
-			for (int k = 0; k < CLEAN_WAYS && !hit; k++)
-				hit = __atomic_load_n(&grp[k], __ATOMIC_RELAXED) == h;
-			if (hit) {
-				struct out o = {room ? out + len : NULL, room, 0};
-				put(&o, s, sl);
-				n = finish(&o);
+			grp = clean_group(h);
+			if (clean_hit(grp, 0, h)) {
+				n = copy_clean(s, sl, room ? out + len : NULL, room);
 				goto next;
 			}
 		}
 		n = bbx_redact_env(s, room ? out + len : NULL, room);
 		/* Clean: the output is the entry itself, whole (not cut short by the room). */
-		if (grp && n == sl && n + 1 <= room && !memcmp(out + len, s, n)) {
-			/* Looked at before any compare-and-swap: a locked cmpxchg writes even
-			 * when it fails, and a full group would then cost every fork child a
-			 * write fault on the shared page (issue 5). */
-			for (int k = 0; k < CLEAN_WAYS; k++) {
-				uint64_t cur = __atomic_load_n(&grp[k], __ATOMIC_RELAXED), empty = 0;
-				if (cur == h) /* another process stored it meanwhile */
-					break;
-				if (cur == 0 && (__atomic_compare_exchange_n(&grp[k], &empty, h, false,
-									    __ATOMIC_RELAXED,
-									    __ATOMIC_RELAXED) ||
-						 empty == h))
-					break;
-			}
-		}
+		if (grp && n == sl && n + 1 <= room && !memcmp(out + len, s, n))
+			clean_store(grp, 0, h);
 next:
 		if (n + 1 > room)
 			full = true;
@@ -743,11 +763,66 @@ next:
 	return len;
 }
 
+/* One argv element s into out (room bytes), after an element that is (pf) or is not a
+ * flag whose value is secret; *flag says the same of s, for the element after it.
+ * What the cache holds of an element: redacted after a non-flag it is itself, and it
+ * is not such a flag.  An element "-pX" is a password under some tools (p_tool) and
+ * nothing under the others: under those it is neither looked up nor entered, so what
+ * the cache says of it holds for the others (gcc's "-pie", "-plugin-opt=...");
+ * *ptool caches p_tool(tool) for the argv (-1: not asked yet). */
+static size_t arg_elem(const char *tool, bool pf, const char *s, char *out, size_t room,
+		       bool *flag, int *ptool)
+{
+	uint64_t h = 0, *grp = NULL;
+	size_t sl = 0;
+	if (!pf && clean_n >= CLEAN_WAYS) {
+		bool keyed = true;
+		if (s[0] == '-' && s[1] == 'p' && s[2]) {
+			if (*ptool < 0)
+				*ptool = p_tool(tool);
+			keyed = !*ptool;
+		}
+		if (keyed) {
+			sl = strlen(s);
+			h = XXH3_64bits_withSeed(s, sl, clean_seed ^ CLEAN_ARGV_SEED) | 1;
+			grp = clean_group(h);
+			if (clean_hit(grp, CLEAN_WAYS - CLEAN_ARGV_WAYS, h)) {
+				*flag = false;
+				return copy_clean(s, sl, out, room);
+			}
+		}
+	}
+	*flag = argv_glob(s, true) != NULL;
+	struct out o = {out, room, 0};
+	arg_into(&o, tool, pf, s);
+	size_t n = finish(&o);
+	if (grp && !*flag && n == sl && n + 1 <= room && !memcmp(out, s, n))
+		clean_store(grp, CLEAN_WAYS - CLEAN_ARGV_WAYS, h);
+	return n;
+}
+
+size_t bbx_redact_argv(char *const argv[], char *out, size_t cap)
+{
+	size_t len = 0;
+	bool full = false, pf = false;
+	int ptool = -1;
+	for (size_t i = 0; argv && argv[i]; i++) {
+		size_t room = full || len >= cap ? 0 : cap - len;
+		size_t n = arg_elem(argv[0], pf, argv[i], room ? out + len : NULL, room, &pf,
+				    &ptool);
+		if (n + 1 > room)
+			full = true; /* later elements must not shift into its place */
+		len += n + 1;
+	}
+	return len;
+}
+
 size_t bbx_redact_block(const char *blk, size_t len, bool env, char *out, size_t cap)
 {
 	size_t olen = 0;
-	bool full = false;
-	const char *tool = NULL, *prev = NULL;
+	bool full = false, pf = false; /* pf: the element before is a secret flag */
+	int ptool = -1;
+	const char *tool = NULL;
 	char last[256]; /* an unterminated last string, copied to terminate it */
 	for (size_t i = 0; i < len;) {
 		const char *s = blk + i;
@@ -764,11 +839,10 @@ size_t bbx_redact_block(const char *blk, size_t len, bool env, char *out, size_t
 			tool = s;
 		size_t room = full || olen >= cap ? 0 : cap - olen;
 		char *o = room ? out + olen : NULL;
-		size_t n = env ? bbx_redact_env(s, o, room) : bbx_redact_arg(tool, prev, s, o, room);
+		size_t n = env ? bbx_redact_env(s, o, room) : arg_elem(tool, pf, s, o, room, &pf, &ptool);
 		if (n + 1 > room)
 			full = true;
 		olen += n + 1;
-		prev = s;
 		i += (nul ? (size_t)(nul - (blk + i)) : len - i) + 1;
 	}
 	return olen;

@@ -70,11 +70,14 @@ size_t bbx_redact_arg(const char *tool, const char *prev, const char *arg, char 
  * holds only the elements that fitted whole. */
 size_t bbx_redact_argv(char *const argv[], char *out, size_t cap);
 size_t bbx_redact_envp(char *const envp[], char *out, size_t cap);
-/* A table of n hashes of environment entries found clean (redaction left them as they
- * were), shared by every process of a run (state.h, bbx_state_clean), so that
- * bbx_redact_envp copies an entry it has seen instead of scanning it.  seed: the run's
- * (an entry with a secret is never entered; one colliding with a clean entry's 64-bit
- * hash would be copied).  Only for a run whose redaction rules are fixed: the table
+/* A table of n hashes of environment entries and argv elements found clean (redaction
+ * left them as they were; an element, in a context where that does not depend on its
+ * neighbours or tool: redact.c, arg_elem), shared by every process of a run (state.h,
+ * bbx_state_clean), so that bbx_redact_envp, bbx_redact_argv and bbx_redact_block copy
+ * a string they have seen instead of scanning it: a link line's ~50 elements, redacted
+ * in the EXEC record and again in the PROC record of each of collect2 and ld, cost
+ * ~150 k instructions a time.  seed: the run's (a string with a secret is never
+ * entered; one colliding with a clean string's 64-bit hash would be copied).  Only for a run whose redaction rules are fixed: the table
  * answers for the rules it was filled under.  NULL: no table. */
 void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed);
 /* The same over strings already stored back to back (/proc/self/cmdline): len bytes

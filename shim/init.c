@@ -217,11 +217,14 @@ int bbx_open_run(void)
 			warn_once(bbx_journal_dir, -rc);
 		if (!rc) {
 			__atomic_store_n(&bbx_run_proc_pending, 1, __ATOMIC_RELEASE); /* PROC */
-			/* The run's table of environment entries known clean (EXEC records).
+			/* The run's table of environment entries and argv elements known
+			 * clean (EXEC and PROC records).
 			 * Set here, in the process that opens the run, so that its fork
 			 * children inherit it without writing a page of their own.  Entries
-			 * go in only while an EXEC is encoded, after exec.c has loaded the
-			 * policy and with it the run's redaction rules. */
+			 * go in only while a record is redacted, which is always after the
+			 * process loaded the policy and with it the run's redaction rules
+			 * (exec.c's check, a write hook's, or the fork handler's): a record
+			 * redacted before would itself hold what the rules hide. */
 			uint64_t *c = bbx_state_clean(bbx_run.st);
 			if (c)
 				bbx_redact_set_cache(c, bbx_state_clean_n(bbx_run.st),

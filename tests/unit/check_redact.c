@@ -397,6 +397,85 @@ START_TEST(test_clean_cache_spread)
 }
 END_TEST
 
+/* argv elements share the clean cache (their own seed, the last two slots of a group).
+ * What it may answer for an element depends on its neighbours and its tool, so each
+ * entered element is checked again in the contexts that change it: after a secret flag,
+ * as a flag itself, and as "-pX" under a tool that takes a password that way. */
+static size_t argv_out(char **argv, char *out, size_t cap)
+{
+	memset(out, 0, cap);
+	return bbx_redact_argv(argv, out, cap);
+}
+
+START_TEST(test_clean_cache_argv)
+{
+	bbx_redact_reset();
+	static uint64_t slots[256];
+	memset(slots, 0, sizeof slots);
+	bbx_redact_set_cache(slots, 256, 0xa4);
+	char o1[512], o2[512], o3[512];
+	/* Entered, and copied the second time: same bytes. */
+	char *plain[] = {"cc", "-O2", "-c", "deflate.c", "-o", "deflate.o", NULL};
+	size_t a = argv_out(plain, o1, sizeof o1);
+	int used = 0, high = 1;
+	for (int i = 0; i < 256; i++) {
+		used += slots[i] != 0;
+		high &= slots[i] == 0 || i % 4 >= 2;
+	}
+	ck_assert_int_ge(used, 5); /* six elements; at most two ways of one group collide */
+	ck_assert(high);	   /* the environment's first two ways left alone */
+	ck_assert_uint_eq(argv_out(plain, o2, sizeof o2), a);
+	ck_assert(memcmp(o1, o2, a) == 0 && memcmp(o1, "cc\0-O2\0-c\0deflate.c", 20) == 0);
+	/* A clean element, known to the cache, after a secret flag: still redacted. */
+	char *warm[] = {"tool", "s3cretvalue", NULL};
+	argv_out(warm, o1, sizeof o1);
+	argv_out(warm, o1, sizeof o1);
+	ck_assert(memmem(o1, sizeof o1, "s3cretvalue", 11) != NULL);
+	char *after[] = {"tool", "--password", "s3cretvalue", NULL};
+	size_t n = argv_out(after, o2, sizeof o2);
+	ck_assert(memmem(o2, n, "s3cretvalue", 11) == NULL);
+	/* A secret flag is never entered, so what follows it is redacted every time. */
+	n = argv_out(after, o3, sizeof o3);
+	ck_assert(memmem(o3, n, "s3cretvalue", 11) == NULL);
+	char *flag2[] = {"tool", "--password", "--password", "again", NULL};
+	n = argv_out(flag2, o3, sizeof o3);
+	ck_assert(memmem(o3, n, "again", 5) == NULL);
+	/* "-pX" is clean under one tool and a password under another: never entered. */
+	char *p1[] = {"sh", "-pxyzzy", NULL};
+	argv_out(p1, o1, sizeof o1);
+	argv_out(p1, o1, sizeof o1);
+	ck_assert(memmem(o1, sizeof o1, "-pxyzzy", 7) != NULL);
+	char *p2[] = {"/usr/bin/mysql", "-pxyzzy", NULL};
+	n = argv_out(p2, o2, sizeof o2);
+	ck_assert(memmem(o2, n, "xyzzy", 5) == NULL);
+	/* The same through bbx_redact_block (a PROC's saved command line). */
+	static const char blk[] = "tool\0--password\0s3cretvalue";
+	n = bbx_redact_block(blk, sizeof blk, false, o3, sizeof o3);
+	ck_assert(memmem(o3, n, "s3cretvalue", 11) == NULL);
+	static const char blk2[] = "mysql\0-pxyzzy";
+	n = bbx_redact_block(blk2, sizeof blk2, false, o3, sizeof o3);
+	ck_assert(memmem(o3, n, "xyzzy", 5) == NULL);
+	/* An environment entry and an argv element of the same bytes are two keys: the
+	 * element cached clean does not make the entry clean. */
+	char *e1[] = {"tool", "MYCO_KEY=abc", NULL};
+	argv_out(e1, o1, sizeof o1); /* as an argument: a secret NAME, redacted, not entered */
+	char *envp[] = {"PLAIN=abc", NULL};
+	char *args[] = {"tool", "PLAIN=abc", NULL};
+	argv_out(args, o1, sizeof o1);
+	uint64_t key = XXH3_64bits_withSeed("PLAIN=abc", 9, 0xa4) | 1;
+	int as_env = 0;
+	for (int i = 0; i < 256; i++)
+		as_env += slots[i] == key;
+	ck_assert_int_eq(as_env, 0);
+	bbx_redact_envp(envp, o2, sizeof o2);
+	as_env = 0;
+	for (int i = 0; i < 256; i++)
+		as_env += slots[i] == key;
+	ck_assert_int_eq(as_env, 1);
+	bbx_redact_set_cache(NULL, 0, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("redact");
@@ -405,6 +484,7 @@ int main(void)
 	tcase_add_test(tc, test_innocent_untouched);
 	tcase_add_test(tc, test_env_defaults);
 	tcase_add_test(tc, test_argv_defaults);
+	tcase_add_test(tc, test_clean_cache_argv);
 	tcase_add_test(tc, test_shell_text);
 	tcase_add_test(tc, test_byte_classes);
 	tcase_add_test(tc, test_url_passwords);
