@@ -243,7 +243,7 @@ struct hx_slot {
  * built-ins are tried on every exec, and half of them ("*\/rm * /etc *") pass the
  * first-byte test for an absolute program name (56 globs per exec, callgrind). */
 #define XIDX_MAX 512
-#define IX_MAGIC 0x33584950u /* "PIX3": bump with any change of struct bbx_pol_ix */
+#define IX_MAGIC 0x34584950u /* "PIX4": bump with any change of struct bbx_pol_ix */
 struct bbx_pol_ix {
 	uint32_t magic, size; /* IX_MAGIC, sizeof (struct bbx_pol_ix) */
 	uint32_t ok;	      /* 0: some section did not fit: scan everything */
@@ -273,6 +273,8 @@ struct bbx_pol_ix {
 	 * its pattern (78 built-in rules at every exec: ~1,700 of the ~2,900 instructions
 	 * a short command line cost, callgrind). */
 	uint8_t xidx_first[XIDX_MAX];
+	struct bbx_pol_rf rf; /* the read filter's policy part (policy.h) */
+	uint32_t red_first[2], red_n[2], red_runs; /* bbx_pol_redact_runs */
 };
 BBX_HOT static const struct bbx_pol_hdr *idx_blob;
 BBX_HOT static const struct bbx_pol_ix *idx; /* the index of idx_blob once idx_state is 2 */
@@ -422,6 +424,95 @@ static int has_literal(const char *s, const char *lit, size_t n)
 }
 
 /* The index of p into x (zeroed here).  Reads only p's rules and strings. */
+/* One prefix into the filter's table.  0, or -1 when the table would be too full. */
+static int rf_pfx_put(struct bbx_pol_rf *f, uint32_t h, int whole)
+{
+	uint32_t k = h & ~3u, v = k | 1u | (whole ? 2u : 0u);
+	for (unsigned j = bbx_rf_pfx_home(h);; j = (j + 1) & (BBX_RF_PFX_SLOTS - 1)) {
+		uint32_t *e = &f->pfx[j];
+		if (!*e) {
+			if (++f->npfx > BBX_RF_PFX_MAX)
+				return -1;
+			*e = v;
+			return 0;
+		}
+		if ((*e & ~3u) == k) {
+			*e |= v & 2u; /* a root and another's prefix: the root wins */
+			return 0;
+		}
+	}
+}
+
+/* Every deny_read root's component prefixes, and the root itself: all of them, whatever
+ * the rule's flags (a root the general path skips only makes the filter send more
+ * reads its way).  A root that is not absolute (none is, compiled), or more prefixes than
+ * fit: no table, the second byte alone decides. */
+static void rf_pfx_build(const struct bbx_pol_hdr *p, struct bbx_pol_rf *f)
+{
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	for (uint32_t i = 0; i < p->n_rules; i++) {
+		if (r[i].section != BBX_PS_DENY_READ)
+			continue;
+		const char *v = bbx_pol_str(p, r[i].value);
+		uint32_t h = BBX_RF_FNV0, len = r[i].value_len;
+		if (len < 2 || v[0] != '/')
+			goto none;
+		for (uint32_t k = 0; k < len; k++) {
+			if (v[k] == '/' && k > 0 && rf_pfx_put(f, h, 0))
+				goto none;
+			h = bbx_rf_fnv(h, (unsigned char)v[k]);
+		}
+		if (rf_pfx_put(f, h, 1))
+			goto none;
+	}
+	return;
+none:
+	memset(f->pfx, 0, sizeof f->pfx);
+	f->npfx = 0;
+}
+
+/* The read filter's policy part (policy.h, struct bbx_pol_rf), for x built so far. */
+static void rf_build(const struct bbx_pol_hdr *p, struct bbx_pol_ix *x)
+{
+	const int s = BBX_PS_DENY_READ;
+	struct bbx_pol_rf *f = &x->rf;
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	for (uint32_t i = 0; i < p->n_rules; i++)
+		if (r[i].flags & BBX_RF_PARTIAL)
+			return; /* an opened object's kernel name is checked too: no filter */
+	if (!x->ok || !x->hx_ok[s] || x->hx_all[s])
+		return;
+	memcpy(f->words, x->hx_byte1[s], sizeof f->words);
+	f->words['.' >> 6] |= 1ull << ('.' & 63);
+	f->words['/' >> 6] |= 1ull << ('/' & 63);
+	rf_pfx_build(p, f);
+	const struct bbx_pol_inode *in = bbx_pol_inodes(p);
+	for (uint32_t i = 0; i < p->n_inodes; i++) {
+		unsigned b = bbx_rf_ino_bit(in[i].ino);
+		f->ino[b >> 6] |= 1ull << (b & 63);
+	}
+	f->ok = 1;
+}
+
+/* [redact]'s runs (bbx_pol_redact_runs). */
+static void red_build(const struct bbx_pol_hdr *p, struct bbx_pol_ix *x)
+{
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	uint32_t last[2] = {0, 0};
+	for (uint32_t i = 0; i < p->n_rules; i++) {
+		int k = r[i].section == BBX_PS_REDACT_ENV    ? 0
+			: r[i].section == BBX_PS_REDACT_ARGV ? 1
+							     : -1;
+		if (k < 0)
+			continue;
+		if (!x->red_n[k]++)
+			x->red_first[k] = i;
+		last[k] = i;
+	}
+	x->red_runs = (!x->red_n[0] || last[0] - x->red_first[0] + 1 == x->red_n[0]) &&
+		      (!x->red_n[1] || last[1] - x->red_first[1] + 1 == x->red_n[1]);
+}
+
 static void ix_build(const struct bbx_pol_hdr *p, struct bbx_pol_ix *x)
 {
 	memset(x, 0, sizeof *x);
@@ -466,6 +557,8 @@ static void ix_build(const struct bbx_pol_hdr *p, struct bbx_pol_ix *x)
 		x->hx_ok[s] = (uint8_t)good;
 	}
 	x->ok = (uint32_t)ok;
+	rf_build(p, x);
+	red_build(p, x);
 }
 
 size_t bbx_pol_ix_size(void)
@@ -513,6 +606,20 @@ static const struct bbx_pol_ix *ix_carried(const struct bbx_pol_hdr *p)
 		if (x->xidx_rule[k] >= n ||
 		    (uint32_t)x->xidx_off[k] + x->xidx_len[k] > r[x->xidx_rule[k]].value_len)
 			return NULL;
+	/* The prefix table's probes end at an empty slot; the redaction runs lie within
+	 * the rules, each of its own section when it is one run. */
+	unsigned used = 0;
+	for (unsigned j = 0; j < BBX_RF_PFX_SLOTS; j++)
+		used += x->rf.pfx[j] != 0;
+	if (x->rf.npfx > BBX_RF_PFX_MAX || used > BBX_RF_PFX_MAX || x->red_runs > 1)
+		return NULL;
+	for (int k = 0; k < 2; k++)
+		if (x->red_n[k] > n || x->red_first[k] > n - x->red_n[k] ||
+		    (x->red_runs && x->red_n[k] &&
+		     (r[x->red_first[k]].section != (k ? BBX_PS_REDACT_ARGV : BBX_PS_REDACT_ENV) ||
+		      r[x->red_first[k] + x->red_n[k] - 1].section !=
+			      (k ? BBX_PS_REDACT_ARGV : BBX_PS_REDACT_ENV))))
+			return NULL;
 	return x;
 }
 
@@ -540,6 +647,25 @@ int bbx_pol_read_byte1(const struct bbx_pol_hdr *p, uint64_t byte1[4])
 		return 0;
 	memcpy(byte1, idx->hx_byte1[s], sizeof idx->hx_byte1[s]);
 	return 1;
+}
+
+const struct bbx_pol_rf *bbx_pol_read_filter(const struct bbx_pol_hdr *p)
+{
+	if (__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) != 2 || idx_blob != p || !idx->rf.ok)
+		return NULL;
+	return &idx->rf;
+}
+
+int bbx_pol_redact_runs(const struct bbx_pol_hdr *p, uint32_t first[2], uint32_t n[2])
+{
+	int st = __atomic_load_n(&idx_state, __ATOMIC_ACQUIRE);
+	if ((st != 2 && st != 3) || idx_blob != p)
+		return -1;
+	for (int k = 0; k < 2; k++) {
+		first[k] = idx->red_first[k];
+		n[k] = idx->red_n[k];
+	}
+	return (int)idx->red_runs;
 }
 
 int bbx_pol_index_source(void)

@@ -173,6 +173,52 @@ void bbx_pol_ix_build(const struct bbx_pol_hdr *p, void *out);
  * "/" root: an absolute path whose second byte is not in the set is under no deny_read
  * root (bbx_pol_read allows it).  Returns 1 and fills byte1, or 0 (no such answer). */
 int bbx_pol_read_byte1(const struct bbx_pol_hdr *p, uint64_t byte1[4]);
+/* The part of the shim's read filter (shim/shim.h, struct bbx_rfilt) that follows
+ * from the policy alone, made with the index and so carried in the blob with it: a
+ * process that reads maps it instead of walking every rule (~7 k instructions in
+ * each process that loads the policy, callgrind of touch).
+ *   words: bbx_pol_read_byte1's set, with '.' and '/' added ("/./root", "//root" name
+ *     what their words hide);
+ *   pfx: every deny_read root's component prefixes and the root itself, as 32-bit
+ *     FNV-1a hashes with their two low bits replaced (bit 0: an entry; bit 1: a whole
+ *     root), open addressing from bbx_rf_pfx_home; npfx entries, at most
+ *     BBX_RF_PFX_MAX so that a probe meets an empty slot; npfx 0: none (a root not
+ *     absolute, or more prefixes than fit);
+ *   ino: a 1024-bit Bloom filter of the listed inodes' numbers (bbx_rf_ino_bit).
+ * bbx_pol_read_filter returns it when p is the indexed blob, no deny_read root is
+ * partial (BBX_RF_PARTIAL) and the index answers for deny_read's words; NULL else. */
+#define BBX_RF_PFX_SLOTS 64
+#define BBX_RF_PFX_MAX 44
+struct bbx_pol_rf {
+	uint64_t words[4];
+	uint64_t ino[16];
+	uint32_t ok, npfx;
+	uint32_t pfx[BBX_RF_PFX_SLOTS];
+};
+const struct bbx_pol_rf *bbx_pol_read_filter(const struct bbx_pol_hdr *p);
+
+#define BBX_RF_FNV0 2166136261u
+static inline uint32_t bbx_rf_fnv(uint32_t h, unsigned char c)
+{
+	return (h ^ c) * 16777619u;
+}
+
+static inline unsigned bbx_rf_pfx_home(uint32_t h)
+{
+	return (h * 0x9e3779b1u) >> 26; /* 0..63 */
+}
+
+static inline unsigned bbx_rf_ino_bit(uint64_t ino)
+{
+	return (unsigned)((ino * 0x9e3779b97f4a7c15ull) >> 54); /* 0..1023 */
+}
+
+/* [redact]'s rules of each kind (0: env, 1: argv) as one run of consecutive rules
+ * each: where each starts and how many (first is 0 for a kind with none), from the
+ * index.  1: each kind is one run (the patterns can be used where they lie); 0: not;
+ * -1: p is not the indexed blob (the caller walks the rules). */
+int bbx_pol_redact_runs(const struct bbx_pol_hdr *p, uint32_t first[2], uint32_t n[2]);
+
 /* Where bbx_pol_index found its index: 1 carried in the blob, 2 built by this process
  * (none carried, or one that failed its checks), 0 not indexed (yet). */
 int bbx_pol_index_source(void);

@@ -69,68 +69,18 @@ static int partial_roots(const struct bbx_pol_hdr *p)
 	return 0;
 }
 
-/* One prefix into bbx_rfilt.pfx (shim.h).  0, or -1 when the table would be too full. */
-static int pfx_put(uint32_t h, int whole)
-{
-	uint32_t k = h & ~3u, v = k | 1u | (whole ? 2u : 0u);
-	for (unsigned j = bbx_rf_pfx_home(h);; j = (j + 1) & (BBX_RF_PFX_SLOTS - 1)) {
-		uint32_t *e = &bbx_rfilt.pfx[j];
-		if (!*e) {
-			if (++bbx_rfilt.npfx > BBX_RF_PFX_MAX)
-				return -1;
-			*e = v;
-			return 0;
-		}
-		if ((*e & ~3u) == k) {
-			*e |= v & 2u; /* a root and another's prefix: the root wins */
-			return 0;
-		}
-	}
-}
-
-/* Every deny_read root's component prefixes, and the root itself: all of them, whatever
- * the rule's flags (a root the general path skips only makes the filter send more
- * reads its way).  A root that is not absolute (none is, compiled), or more prefixes than
- * fit: no table, the second byte alone decides. */
-static void pfx_build(const struct bbx_pol_hdr *p)
-{
-	const struct bbx_pol_rule *r = bbx_pol_rules(p);
-	for (uint32_t i = 0; i < p->n_rules; i++) {
-		if (r[i].section != BBX_PS_DENY_READ)
-			continue;
-		const char *v = bbx_pol_str(p, r[i].value);
-		uint32_t h = BBX_RF_FNV0, len = r[i].value_len;
-		if (len < 2 || v[0] != '/')
-			goto none;
-		for (uint32_t k = 0; k < len; k++) {
-			if (v[k] == '/' && k > 0 && pfx_put(h, 0))
-				goto none;
-			h = bbx_rf_fnv(h, (unsigned char)v[k]);
-		}
-		if (pfx_put(h, 1))
-			goto none;
-	}
-	return;
-none:
-	memset(bbx_rfilt.pfx, 0, sizeof bbx_rfilt.pfx);
-	bbx_rfilt.npfx = 0;
-}
-
-/* shim.h, struct bbx_rfilt.  Not built (the general path decides every read) when a
- * root is too large to list or the index cannot answer for the words. */
+/* shim.h, struct bbx_rfilt, from the index's part (policy.h, bbx_pol_read_filter).  Not
+ * built (the general path decides every read) when a root is too large to list or the
+ * index cannot answer for the words. */
 static void rfilt_build(const struct bbx_pol_hdr *p)
 {
-	if (partial_roots(p) || !bbx_pol_read_byte1(p, bbx_rfilt.words))
+	const struct bbx_pol_rf *f = bbx_pol_read_filter(p);
+	if (!f)
 		return;
-	pfx_build(p);
-	const struct bbx_pol_inode *in = bbx_pol_inodes(p);
-	for (uint32_t i = 0; i < p->n_inodes; i++) {
-		unsigned b = bbx_rf_ino_bit(in[i].ino);
-		bbx_rfilt.ino[b >> 6] |= 1ull << (b & 63);
-	}
-	/* '.' and '/' as second bytes ("/./root", "//root") name what their words hide */
-	bbx_rfilt.words['.' >> 6] |= 1ull << ('.' & 63);
-	bbx_rfilt.words['/' >> 6] |= 1ull << ('/' & 63);
+	memcpy(bbx_rfilt.words, f->words, sizeof bbx_rfilt.words);
+	memcpy(bbx_rfilt.ino, f->ino, sizeof bbx_rfilt.ino);
+	bbx_rfilt.npfx = f->npfx;
+	memcpy(bbx_rfilt.pfx, f->pfx, sizeof bbx_rfilt.pfx);
 	/* The mark only when it costs nothing here: learnt otherwise by the first open that
 	 * takes the general path (bbx_read_open_exact), not by a stat of the journal
 	 * directory in every process that only stats (1,700 system calls in a configure +
@@ -193,30 +143,19 @@ static const char *redact_got(int kind, size_t i)
 
 static void redact_load(const struct bbx_pol_hdr *p)
 {
-	const struct bbx_pol_rule *r = bbx_pol_rules(p);
-	size_t n[2] = {0, 0}, last[2] = {0, 0};
-	for (uint32_t i = 0; i < p->n_rules; i++) {
-		int k = r[i].section == BBX_PS_REDACT_ENV    ? 0
-			: r[i].section == BBX_PS_REDACT_ARGV ? 1
-							     : -1;
-		if (k < 0)
-			continue;
-		if (!n[k]++)
-			redact_first[k] = i;
-		last[k] = i;
-	}
+	uint32_t n[2] = {0, 0};
+	int runs = bbx_pol_redact_runs(p, redact_first, n); /* -1: not indexed (never here) */
 	int fp = p->redact_fingerprint != 0;
-	if (!n[0] && !n[1] && !fp)
-		return;
-	if ((!n[0] || last[0] - redact_first[0] + 1 == n[0]) &&
-	    (!n[1] || last[1] - redact_first[1] + 1 == n[1])) {
-		bbx_redact_use(redact_got, n[0], n[1], fp);
+	if (runs > 0) {
+		if (n[0] || n[1] || fp)
+			bbx_redact_use(redact_got, n[0], n[1], fp);
 		return;
 	}
 	const char *env[64], *argv[64];
 	size_t ne, na;
 	bbx_pol_redact_globs(p, env, argv, 64, &ne, &na);
-	(void)bbx_redact_configure(env, ne, argv, na, fp);
+	if (ne || na || fp)
+		(void)bbx_redact_configure(env, ne, argv, na, fp);
 }
 
 static void pol_load(void)

@@ -32,6 +32,7 @@
 #include <bits/types/idtype_t.h>
 
 #include "journal/capture.h"
+#include "policy/policy.h"
 #include "journal/sys.h"
 #include <linux/openat2.h>
 #include <sys/syscall.h>
@@ -364,8 +365,6 @@ static inline int bbx_reads_checked(void) { return bbx_reads_policed() && !bbx_g
  *     number misses it is no listed inode, as bbx_pol_read_inode would find.
  * ready: 1 once built (the policy has deny_read roots, the index answers for them and
  * none is too large to list); exact: the policy's reads_exact. */
-#define BBX_RF_PFX_SLOTS 64
-#define BBX_RF_PFX_MAX 44 /* entries, so a probe meets an empty slot soon */
 struct bbx_rfilt {
 	int ready, exact;
 	long mark; /* bbx_mark() once known (0 before: the general path learns it) */
@@ -376,17 +375,6 @@ struct bbx_rfilt {
 	uint32_t npfx, pfx[BBX_RF_PFX_SLOTS];
 };
 extern struct bbx_rfilt bbx_rfilt;
-
-#define BBX_RF_FNV0 2166136261u
-static inline uint32_t bbx_rf_fnv(uint32_t h, unsigned char c)
-{
-	return (h ^ c) * 16777619u;
-}
-
-static inline unsigned bbx_rf_pfx_home(uint32_t h)
-{
-	return (h * 0x9e3779b1u) >> 26; /* 0..63 */
-}
 
 /* 0: no root begins with the prefix hashed to h; 1: some root begins with it; 2: it is
  * a root (or a hash shared with one: the general path decides). */
@@ -491,11 +479,6 @@ static inline int bbx_rf_levels(const char *path)
 			lv++;
 	}
 	return lv;
-}
-
-static inline unsigned bbx_rf_ino_bit(uint64_t ino)
-{
-	return (unsigned)((ino * 0x9e3779b97f4a7c15ull) >> 54); /* 0..1023 */
 }
 
 /* 1: path has a ".." component. */

@@ -13,6 +13,7 @@
 #include "policy/policy.h"
 
 #include <arpa/inet.h>
+#include <sys/wait.h>
 
 /* Scratch paths are short (mkdtemp under $TMPDIR); no snprintf here can truncate. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -568,6 +569,105 @@ START_TEST(test_index_damaged)
 }
 END_TEST
 
+/* The read filter's policy part and [redact]'s runs, carried in the blob's index
+ * (bbx_pol_read_filter, bbx_pol_redact_runs): every deny_read root's second byte is
+ * in the word set, each of its component prefixes is in the prefix table, the root
+ * itself marked whole; the redaction runs are where the rules are.  And an index whose
+ * prefix table could make a probe run forever is refused (the process builds its own,
+ * which agrees with the scan: test_read_filter_refused). */
+static int pfx_find(const struct bbx_pol_rf *f, uint32_t h)
+{
+	uint32_t k = h & ~3u;
+	for (unsigned j = bbx_rf_pfx_home(h), n = 0; n < BBX_RF_PFX_SLOTS;
+	     j = (j + 1) & (BBX_RF_PFX_SLOTS - 1), n++) {
+		if (!f->pfx[j])
+			return 0;
+		if ((f->pfx[j] & ~3u) == k)
+			return (int)(f->pfx[j] & 3u);
+	}
+	return -1;
+}
+
+START_TEST(test_read_filter_carried)
+{
+	size_t len;
+	struct bbx_pol_hdr *p = builtin(&len);
+	ck_assert_int_eq(bbx_pol_check(p, len), 0);
+	bbx_pol_index(p);
+	ck_assert_int_eq(bbx_pol_index_source(), 1);
+	const struct bbx_pol_rf *f = bbx_pol_read_filter(p);
+	ck_assert_ptr_nonnull(f);
+	ck_assert((const char *)f > (const char *)p && (const char *)f < (const char *)p + len);
+	const struct bbx_pol_rule *r = bbx_pol_rules(p);
+	unsigned roots = 0, used = 0, nred[2] = {0, 0};
+	for (uint32_t i = 0; i < p->n_rules; i++) {
+		if (r[i].section == BBX_PS_REDACT_ENV || r[i].section == BBX_PS_REDACT_ARGV)
+			nred[r[i].section == BBX_PS_REDACT_ARGV]++;
+		if (r[i].section != BBX_PS_DENY_READ)
+			continue;
+		const char *v = bbx_pol_str(p, r[i].value);
+		unsigned char b1 = (unsigned char)v[1];
+		ck_assert(f->words[b1 >> 6] >> (b1 & 63) & 1);
+		uint32_t h = BBX_RF_FNV0;
+		for (uint32_t k = 0; k < r[i].value_len; k++) {
+			if (v[k] == '/' && k > 0)
+				ck_assert_msg(pfx_find(f, h) & 1, "%s: prefix of %u bytes", v, k);
+			h = bbx_rf_fnv(h, (unsigned char)v[k]);
+		}
+		ck_assert_msg(pfx_find(f, h) == 3, "%s: not a whole root", v);
+		roots++;
+	}
+	ck_assert_uint_gt(roots, 3);
+	ck_assert(f->words['.' >> 6] >> ('.' & 63) & 1 && f->words['/' >> 6] >> ('/' & 63) & 1);
+	ck_assert(!(f->words['u' >> 6] >> ('u' & 63) & 1)); /* no root under /usr */
+	for (unsigned j = 0; j < BBX_RF_PFX_SLOTS; j++)
+		used += f->pfx[j] != 0;
+	ck_assert_uint_eq(used, f->npfx);
+	ck_assert_uint_le(f->npfx, BBX_RF_PFX_MAX);
+	ck_assert_int_eq(pfx_find(f, bbx_rf_fnv(bbx_rf_fnv(BBX_RF_FNV0, '/'), 'u')), 0);
+	uint32_t first[2], n[2];
+	ck_assert_int_eq(bbx_pol_redact_runs(p, first, n), 1);
+	for (int k = 0; k < 2; k++) {
+		ck_assert_uint_eq(n[k], nred[k]);
+		ck_assert_uint_gt(n[k], 0);
+		for (uint32_t i = first[k]; i < first[k] + n[k]; i++)
+			ck_assert_int_eq(r[i].section, k ? BBX_PS_REDACT_ARGV : BBX_PS_REDACT_ENV);
+	}
+	free(p);
+}
+END_TEST
+
+/* A carried prefix table with no empty slot: refused.  Its place is learnt by a child,
+ * which indexes the same bytes (one index per process). */
+START_TEST(test_read_filter_refused)
+{
+	size_t len;
+	struct bbx_pol_hdr *p = builtin(&len);
+	int fd[2];
+	ck_assert_int_eq(pipe(fd), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		bbx_pol_index(p);
+		const struct bbx_pol_rf *g = bbx_pol_read_filter(p);
+		long off = g ? (long)((const char *)g - (const char *)p) : -1;
+		_exit(write(fd[1], &off, sizeof off) == sizeof off ? 0 : 1);
+	}
+	long off = -1;
+	ck_assert_int_eq(read(fd[0], &off, sizeof off), (ssize_t)sizeof off);
+	int st;
+	waitpid(pid, &st, 0);
+	ck_assert_int_gt(off, 0);
+	struct bbx_pol_rf *w = (struct bbx_pol_rf *)((char *)p + off);
+	for (unsigned j = 0; j < BBX_RF_PFX_SLOTS; j++)
+		w->pfx[j] |= 1;
+	index_agrees(p, 2);
+	free(p);
+	close(fd[0]);
+	close(fd[1]);
+}
+END_TEST
+
 START_TEST(test_deny_read_inodes_and_install)
 {
 	char d[PATH_MAX], f[PATH_MAX * 2], text[PATH_MAX * 3];
@@ -652,6 +752,8 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, test_index_nested_roots);
 	tcase_add_test(tc, test_index_absent);
 	tcase_add_test(tc, test_index_damaged);
+	tcase_add_test(tc, test_read_filter_carried);
+	tcase_add_test(tc, test_read_filter_refused);
 	tcase_add_test(tc, test_deny_read_inodes_and_install);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
