@@ -54,6 +54,13 @@ BBX_HOT static bool fingerprint;
  * arguments of a compiler's or a shell's command line do not (issue 5: ~40 glob runs
  * per argument, 89,000 instructions for an exec of 25 arguments, callgrind). */
 BBX_HOT static unsigned argv_dashes = 2;
+/* Which extra patterns can match anything the built-in ones do not (extra_learn): bit i
+ * of [0] for env glob i, of [1] for argv glob i.  The default policy's [redact] lines
+ * repeat the built-ins ("*TOKEN*", "--password=*"): run at every name and flag, they
+ * were ~7 k instructions of each gcc driver's records (callgrind).  extra_known: 0
+ * until learnt, on first use (a process that redacts nothing never pays for it). */
+BBX_HOT static uint64_t extra_live[2];
+BBX_HOT static int extra_known;
 
 static unsigned lead_dashes(const char *s, unsigned most)
 {
@@ -108,6 +115,7 @@ int bbx_redact_configure(const char *const *env_globs, size_t nenv,
 			extra_argv[n_extra_argv++] = c;
 	}
 	argv_dashes_learn();
+	__atomic_store_n(&extra_known, 0, __ATOMIC_RELEASE);
 	return rc;
 }
 
@@ -118,6 +126,7 @@ void bbx_redact_use(const char *(*got)(int kind, size_t i), size_t nenv, size_t 
 	n_extra_argv = nargv;
 	extra_got = got;
 	argv_dashes_learn();
+	__atomic_store_n(&extra_known, 0, __ATOMIC_RELEASE);
 }
 
 void bbx_redact_reset(void)
@@ -126,6 +135,7 @@ void bbx_redact_reset(void)
 	pool_used = n_extra_env = n_extra_argv = 0;
 	fingerprint = false;
 	argv_dashes = 2;
+	__atomic_store_n(&extra_known, 0, __ATOMIC_RELEASE);
 }
 
 static char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
@@ -536,6 +546,88 @@ size_t bbx_redact_text(const char *s, char *out, size_t cap)
 
 /* ---- environment -------------------------------------------------------------- */
 
+/* The words default_secret_name looks for. */
+static const char *const default_env_words[] = {
+	"token", "secret", "password", "passwd", "key", "credential", "auth",
+};
+
+/* Does g (n bytes) contain one of those words, ignoring case? */
+static bool has_default_word(const char *g, size_t n)
+{
+	for (size_t w = 0; w < sizeof default_env_words / sizeof *default_env_words; w++) {
+		const char *d = default_env_words[w];
+		size_t dl = strlen(d);
+		for (size_t i = 0; i + dl <= n; i++) {
+			size_t k = 0;
+			while (k < dl && lower(g[i + k]) == d[k])
+				k++;
+			if (k == dl)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* An env glob that can only match names with a built-in word in them: each of its
+ * pieces between wildcards must appear in a name it matches, so a piece holding such a
+ * word ("*_KEY", "*APIKEY*") makes the glob say no more than default_secret_name. */
+static bool env_glob_redundant(const char *g)
+{
+	for (const char *c = g; *c;) {
+		size_t n = strcspn(c, "*?");
+		if (n && has_default_word(c, n))
+			return true;
+		c += n;
+		if (*c)
+			c++;
+	}
+	return false;
+}
+
+/* An argv glob equal to a built-in one (ignoring case, as the match does): the
+ * built-in is tried first and answers the same. */
+static bool argv_glob_redundant(const char *g)
+{
+	for (size_t i = 0; i < sizeof default_argv / sizeof *default_argv; i++) {
+		const char *d = default_argv[i];
+		size_t k = 0;
+		while (d[k] && lower(g[k]) == lower(d[k]))
+			k++;
+		if (!d[k] && !g[k])
+			return true;
+	}
+	return false;
+}
+
+/* extra_live, learnt (idempotent: threads racing here store the same masks). */
+static void extra_learn(void)
+{
+	uint64_t live[2] = {0, 0};
+	for (size_t i = 0; i < n_extra_env && i < 64; i++)
+		if (!env_glob_redundant(extra(0, i)))
+			live[0] |= 1ull << i;
+	for (size_t i = 0; i < n_extra_argv && i < 64; i++)
+		if (!argv_glob_redundant(extra(1, i)))
+			live[1] |= 1ull << i;
+	__atomic_store_n(&extra_live[0], live[0], __ATOMIC_RELAXED);
+	__atomic_store_n(&extra_live[1], live[1], __ATOMIC_RELAXED);
+	__atomic_store_n(&extra_known, 1, __ATOMIC_RELEASE);
+}
+
+void bbx_redact_prepare(void)
+{
+	if (!__atomic_load_n(&extra_known, __ATOMIC_ACQUIRE))
+		extra_learn();
+}
+
+/* Whether extra pattern i of kind (0 env, 1 argv) can matter. */
+static inline bool extra_matters(int kind, size_t i)
+{
+	if (!__atomic_load_n(&extra_known, __ATOMIC_ACQUIRE))
+		extra_learn();
+	return __atomic_load_n(&extra_live[kind], __ATOMIC_RELAXED) >> i & 1;
+}
+
 /* The default environment globs in one pass: does name contain one of their words,
  * ignoring case? */
 static bool default_secret_name(const char *name)
@@ -558,7 +650,7 @@ static bool secret_name(const char *name)
 	if (default_secret_name(name))
 		return true;
 	for (size_t i = 0; i < n_extra_env; i++)
-		if (name_glob(extra(0, i), name))
+		if (extra_matters(0, i) && name_glob(extra(0, i), name))
 			return true;
 	return false;
 }
@@ -614,6 +706,8 @@ static const char *argv_glob(const char *s, bool want_flag)
 		return NULL;
 	size_t nd = sizeof default_argv / sizeof *default_argv;
 	for (size_t i = 0; i < nd + n_extra_argv; i++) {
+		if (i >= nd && !extra_matters(1, i - nd))
+			continue;
 		const char *g = i < nd ? default_argv[i] : extra(1, i - nd);
 		/* the glob first: it fails at once on most arguments, has_wild reads all of g */
 		if (bbx_redact_glob(g, s) && has_wild(g) != want_flag)

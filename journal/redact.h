@@ -47,6 +47,10 @@ int bbx_redact_configure(const char *const *env_globs, size_t nenv,
  * was configured before. */
 void bbx_redact_use(const char *(*got)(int kind, size_t i), size_t nenv, size_t nargv,
 		    bool fingerprint);
+/* Learns, once per configuration, which of the added patterns can match anything the
+ * built-in ones do not (the others are never run); done on first use otherwise.  For
+ * a process about to fork, so that its children inherit the answer. */
+void bbx_redact_prepare(void);
 /* Back to the defaults only, fingerprints off (tests). */
 void bbx_redact_reset(void);
 

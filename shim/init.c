@@ -316,6 +316,7 @@ static void atfork_prepare(void)
 		bbx_guard = 1;
 		if (bbx_open_run() == 0) {
 			(void)bbx_policy();
+			bbx_redact_prepare();
 			bbx_pol_share_with_children();
 			(void)bbx_scratch_lazy(); /* its mmap and thread key */
 			prebind();
