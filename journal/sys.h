@@ -76,6 +76,25 @@ static inline long bbx_sys_raw5(long nr, long a, long b, long c, long d, long e)
 #endif
 }
 
+/* Six arguments (f: r9): mmap. */
+static inline long bbx_sys_raw6(long nr, long a, long b, long c, long d, long e, long f)
+{
+#if defined(__x86_64__)
+	long r;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return r;
+#else
+	long r = syscall(nr, a, b, c, d, e, f);
+	return r == -1 ? -errno : r;
+#endif
+}
+
 /* madvise(MADV_POPULATE_WRITE) by the instruction: the pages of [p, p + len) mapped
  * writable in one call, where touching them would take a page fault each (20-40 us on
  * the VM of issue 5, the call ~10 a page).  A hint: a kernel before 5.14 refuses the

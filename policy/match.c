@@ -8,6 +8,7 @@
 #include "policy.h"
 #include "journal/record.h"
 #include "journal/hot.h"
+#include "journal/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,31 +67,35 @@ int bbx_pol_check(const void *blob, size_t len)
 	return 0;
 }
 
+/* By system calls of its own (journal/sys.h), not libc's open, fstat, mmap and close:
+ * in the shim those were the first calls of each in most processes, a lazy binding
+ * each (~500 instructions, a symbol lookup through every library of the process), and
+ * open and close went through the shim's own wrappers. */
 int bbx_pol_map(const char *path, const struct bbx_pol_hdr **out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	long fd = bbx_sys_raw4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return (int)fd;
 	struct stat sb;
-	if (fstat(fd, &sb) < 0 || sb.st_size < (off_t)sizeof(struct bbx_pol_hdr) ||
-	    sb.st_size > (64 << 20)) {
-		close(fd);
+	if (bbx_sys_fstatat((int)fd, "", &sb, AT_EMPTY_PATH) < 0 ||
+	    sb.st_size < (off_t)sizeof(struct bbx_pol_hdr) || sb.st_size > (64 << 20)) {
+		bbx_sys_raw4(SYS_close, fd, 0, 0, 0);
 		return -EINVAL;
 	}
 	/* Populated: every process that asks the policy anything reads its header and
 	 * tables at once (bbx_pol_check reads all of it), and the mapping, placed anywhere,
 	 * often straddles a 64 KiB fault-around window: two page faults, ~20 us each here,
 	 * against a few microseconds for mmap to map the cached pages itself (issue 5). */
-	void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-	int e = errno;
-	close(fd);
-	if (m == MAP_FAILED)
-		return -e;
-	if (bbx_pol_check(m, (size_t)sb.st_size)) {
-		munmap(m, (size_t)sb.st_size);
+	long m = bbx_sys_raw6(SYS_mmap, 0, (long)sb.st_size, PROT_READ,
+			      MAP_PRIVATE | MAP_POPULATE, fd, 0);
+	bbx_sys_raw4(SYS_close, fd, 0, 0, 0);
+	if (m < 0 && m > -4096)
+		return (int)m;
+	if (bbx_pol_check((const void *)m, (size_t)sb.st_size)) {
+		bbx_sys_raw4(SYS_munmap, m, (long)sb.st_size, 0, 0);
 		return -EINVAL;
 	}
-	*out = m;
+	*out = (const struct bbx_pol_hdr *)m;
 	return 0;
 }
 
