@@ -55,12 +55,14 @@ BBX_HOT static bool fingerprint;
  * per argument, 89,000 instructions for an exec of 25 arguments, callgrind). */
 BBX_HOT static unsigned argv_dashes = 2;
 /* Which extra patterns can match anything the built-in ones do not (extra_learn): bit i
- * of [0] for env glob i, of [1] for argv glob i.  The default policy's [redact] lines
+ * for env glob i, bit 31 + i for argv glob i.  The default policy's [redact] lines
  * repeat the built-ins ("*TOKEN*", "--password=*"): run at every name and flag, they
- * were ~7 k instructions of each gcc driver's records (callgrind).  extra_known: 0
- * until learnt, on first use (a process that redacts nothing never pays for it). */
-BBX_HOT static uint64_t extra_live[2];
-BBX_HOT static int extra_known;
+ * were ~7 k instructions of each gcc driver's records (callgrind).  EXTRA_KNOWN clear
+ * until learnt, on first use (a process that redacts nothing never pays for it).  One
+ * word of the hot data: that page has room for little more (tests/e2e/t-layout.sh). */
+BBX_HOT static uint64_t extra_live; /* EXTRA_KNOWN | argv bits << 31 | env bits */
+#define EXTRA_KNOWN (1ull << 63)
+#define EXTRA_BITS 31 /* patterns past the first 31 of a kind are always run */
 
 static unsigned lead_dashes(const char *s, unsigned most)
 {
@@ -115,7 +117,7 @@ int bbx_redact_configure(const char *const *env_globs, size_t nenv,
 			extra_argv[n_extra_argv++] = c;
 	}
 	argv_dashes_learn();
-	__atomic_store_n(&extra_known, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&extra_live, 0, __ATOMIC_RELEASE);
 	return rc;
 }
 
@@ -126,7 +128,7 @@ void bbx_redact_use(const char *(*got)(int kind, size_t i), size_t nenv, size_t 
 	n_extra_argv = nargv;
 	extra_got = got;
 	argv_dashes_learn();
-	__atomic_store_n(&extra_known, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&extra_live, 0, __ATOMIC_RELEASE);
 }
 
 void bbx_redact_reset(void)
@@ -135,7 +137,7 @@ void bbx_redact_reset(void)
 	pool_used = n_extra_env = n_extra_argv = 0;
 	fingerprint = false;
 	argv_dashes = 2;
-	__atomic_store_n(&extra_known, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&extra_live, 0, __ATOMIC_RELEASE);
 }
 
 static char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
@@ -547,7 +549,7 @@ size_t bbx_redact_text(const char *s, char *out, size_t cap)
 /* ---- environment -------------------------------------------------------------- */
 
 /* The words default_secret_name looks for. */
-static const char *const default_env_words[] = {
+static const char default_env_words[][11] = { /* not pointers: no relocation */
 	"token", "secret", "password", "passwd", "key", "credential", "auth",
 };
 
@@ -599,33 +601,35 @@ static bool argv_glob_redundant(const char *g)
 	return false;
 }
 
-/* extra_live, learnt (idempotent: threads racing here store the same masks). */
-static void extra_learn(void)
+/* extra_live, learnt (idempotent: threads racing here store the same word). */
+static uint64_t extra_learn(void)
 {
-	uint64_t live[2] = {0, 0};
-	for (size_t i = 0; i < n_extra_env && i < 64; i++)
+	uint64_t live = EXTRA_KNOWN;
+	for (size_t i = 0; i < n_extra_env && i < EXTRA_BITS; i++)
 		if (!env_glob_redundant(extra(0, i)))
-			live[0] |= 1ull << i;
-	for (size_t i = 0; i < n_extra_argv && i < 64; i++)
+			live |= 1ull << i;
+	for (size_t i = 0; i < n_extra_argv && i < EXTRA_BITS; i++)
 		if (!argv_glob_redundant(extra(1, i)))
-			live[1] |= 1ull << i;
-	__atomic_store_n(&extra_live[0], live[0], __ATOMIC_RELAXED);
-	__atomic_store_n(&extra_live[1], live[1], __ATOMIC_RELAXED);
-	__atomic_store_n(&extra_known, 1, __ATOMIC_RELEASE);
+			live |= 1ull << (EXTRA_BITS + i);
+	__atomic_store_n(&extra_live, live, __ATOMIC_RELEASE);
+	return live;
 }
 
 void bbx_redact_prepare(void)
 {
-	if (!__atomic_load_n(&extra_known, __ATOMIC_ACQUIRE))
+	if (!(__atomic_load_n(&extra_live, __ATOMIC_ACQUIRE) & EXTRA_KNOWN))
 		extra_learn();
 }
 
 /* Whether extra pattern i of kind (0 env, 1 argv) can matter. */
 static inline bool extra_matters(int kind, size_t i)
 {
-	if (!__atomic_load_n(&extra_known, __ATOMIC_ACQUIRE))
-		extra_learn();
-	return __atomic_load_n(&extra_live[kind], __ATOMIC_RELAXED) >> i & 1;
+	if (i >= EXTRA_BITS)
+		return true;
+	uint64_t live = __atomic_load_n(&extra_live, __ATOMIC_ACQUIRE);
+	if (!(live & EXTRA_KNOWN))
+		live = extra_learn();
+	return live >> (kind ? EXTRA_BITS + i : i) & 1;
 }
 
 /* The default environment globs in one pass: does name contain one of their words,
