@@ -36,9 +36,9 @@ static ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off)
  * when the object was loaded, a symbol lookup through every library of the process
  * (~600 instructions each, more in a program with many libraries) in every process,
  * for calls made only under [journal] sync. */
-static int raw_fdatasync(int fd)
+static int raw_fd_call(long nr, int fd)
 {
-	long r = bbx_sys_raw4(SYS_fdatasync, fd, 0, 0, 0);
+	long r = bbx_sys_raw4(nr, fd, 0, 0, 0);
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;
@@ -46,15 +46,8 @@ static int raw_fdatasync(int fd)
 	return 0;
 }
 
-static int raw_fsync(int fd)
-{
-	long r = bbx_sys_raw4(SYS_fsync, fd, 0, 0, 0);
-	if (r < 0) {
-		errno = (int)-r;
-		return -1;
-	}
-	return 0;
-}
+static int raw_fdatasync(int fd) { return raw_fd_call(SYS_fdatasync, fd); }
+static int raw_fsync(int fd) { return raw_fd_call(SYS_fsync, fd); }
 
 struct bbx_sys bbx_sys = {
 	.write = raw_write,
