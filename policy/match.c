@@ -428,7 +428,6 @@ static int has_literal(const char *s, const char *lit, size_t n)
 	return 0;
 }
 
-/* The index of p into x (zeroed here).  Reads only p's rules and strings. */
 /* One prefix into the filter's table.  0, or -1 when the table would be too full. */
 static int rf_pfx_put(struct bbx_pol_rf *f, uint32_t h, int whole)
 {
@@ -518,6 +517,7 @@ static void red_build(const struct bbx_pol_hdr *p, struct bbx_pol_ix *x)
 		      (!x->red_n[1] || last[1] - x->red_first[1] + 1 == x->red_n[1]);
 }
 
+/* The index of p into x (zeroed here).  Reads only p's rules and strings. */
 static void ix_build(const struct bbx_pol_hdr *p, struct bbx_pol_ix *x)
 {
 	memset(x, 0, sizeof *x);
@@ -642,16 +642,6 @@ void bbx_pol_index(const struct bbx_pol_hdr *p)
 	idx = x;
 	idx_blob = p;
 	__atomic_store_n(&idx_state, x->ok ? 2 : 3, __ATOMIC_RELEASE);
-}
-
-int bbx_pol_read_byte1(const struct bbx_pol_hdr *p, uint64_t byte1[4])
-{
-	const int s = BBX_PS_DENY_READ;
-	if (__atomic_load_n(&idx_state, __ATOMIC_ACQUIRE) != 2 || idx_blob != p ||
-	    !idx->hx_ok[s] || idx->hx_all[s])
-		return 0;
-	memcpy(byte1, idx->hx_byte1[s], sizeof idx->hx_byte1[s]);
-	return 1;
 }
 
 const struct bbx_pol_rf *bbx_pol_read_filter(const struct bbx_pol_hdr *p)

@@ -168,17 +168,14 @@ void bbx_pol_index(const struct bbx_pol_hdr *p);
  * the index of p (whose rules and strings are final) written to out (ix_size bytes). */
 size_t bbx_pol_ix_size(void);
 void bbx_pol_ix_build(const struct bbx_pol_hdr *p, void *out);
-/* The bytes after the leading '/' of p's deny_read roots, as a 256-bit set, when p is
- * the indexed blob and its deny_read section is matched through the root hash with no
- * "/" root: an absolute path whose second byte is not in the set is under no deny_read
- * root (bbx_pol_read allows it).  Returns 1 and fills byte1, or 0 (no such answer). */
-int bbx_pol_read_byte1(const struct bbx_pol_hdr *p, uint64_t byte1[4]);
 /* The part of the shim's read filter (shim/shim.h, struct bbx_rfilt) that follows
  * from the policy alone, made with the index and so carried in the blob with it: a
  * process that reads maps it instead of walking every rule (~7 k instructions in
  * each process that loads the policy, callgrind of touch).
- *   words: bbx_pol_read_byte1's set, with '.' and '/' added ("/./root", "//root" name
- *     what their words hide);
+ *   words: the bytes after the leading '/' of the deny_read roots, as a 256-bit set
+ *     (an absolute path whose second byte is not in it is under no deny_read root:
+ *     bbx_pol_read allows it), with '.' and '/' added ("/./root", "//root" name what
+ *     their words hide);
  *   pfx: every deny_read root's component prefixes and the root itself, as 32-bit
  *     FNV-1a hashes with their two low bits replaced (bit 0: an entry; bit 1: a whole
  *     root), open addressing from bbx_rf_pfx_home; npfx entries, at most
@@ -186,7 +183,8 @@ int bbx_pol_read_byte1(const struct bbx_pol_hdr *p, uint64_t byte1[4]);
  *     absolute, or more prefixes than fit);
  *   ino: a 1024-bit Bloom filter of the listed inodes' numbers (bbx_rf_ino_bit).
  * bbx_pol_read_filter returns it when p is the indexed blob, no deny_read root is
- * partial (BBX_RF_PARTIAL) and the index answers for deny_read's words; NULL else. */
+ * partial (BBX_RF_PARTIAL) and deny_read is matched through the root hash with no "/"
+ * root; NULL else. */
 #define BBX_RF_PFX_SLOTS 64
 #define BBX_RF_PFX_MAX 44
 struct bbx_pol_rf {

@@ -354,9 +354,9 @@ static inline int bbx_reads_checked(void) { return bbx_reads_policed() && !bbx_g
  * instructions per stat of an absolute path (callgrind; 85 through the filter, 24
  * with an empty preloaded library).  The filter answers most reads from its own
  * cache lines and sends the rest there.
- *   words: the second byte of every deny_read root (bbx_pol_read_byte1): an absolute
- *     path whose second byte is none of them is under no root by its words, as
- *     bbx_read_pre would find;
+ *   words: the second byte of every deny_read root (policy.h, struct bbx_pol_rf): an
+ *     absolute path whose second byte is none of them is under no root by its words,
+ *     as bbx_read_pre would find;
  *   pfx: the roots' words as a table of component prefixes ("/home", "/home/ann",
  *     "/home/ann/.ssh" the root itself): a path whose second byte is some root's (the
  *     workspace and the secrets both under $HOME, the common case) is cleared at its
