@@ -761,14 +761,21 @@ size_t bbx_redact_arg(const char *tool, const char *prev, const char *arg, char 
 	return finish(&o);
 }
 
+#define CLEAN_WAYS 4 /* slots a group (below) */
 BBX_HOT static uint64_t *clean_slots;
-BBX_HOT static size_t clean_n;
+BBX_HOT static size_t clean_n; /* groups of CLEAN_WAYS slots: a power of two, or 0 */
 BBX_HOT static uint64_t clean_seed;
 
 void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed)
 {
 	clean_seed = seed;
-	clean_n = slots ? n : 0;
+	/* The groups a power of two (the state file's 256 or 1024 slots are), so that a
+	 * hash picks one with a mask: a 64-bit division was ~40 cycles at each of the
+	 * ~80 entries of an exec's and a new process's records. */
+	size_t g = slots ? n / CLEAN_WAYS : 0;
+	while (g & (g - 1))
+		g &= g - 1;
+	clean_n = g;
 	clean_slots = slots;
 }
 
@@ -786,13 +793,12 @@ void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed)
  * environment entry of the same bytes are two keys), and are stored only in the last
  * CLEAN_ARGV_WAYS slots of a group: a build's one-off arguments (each compile's source,
  * object and temporary names) fill those and stay, never displacing the environment's. */
-#define CLEAN_WAYS 4
 #define CLEAN_ARGV_WAYS 2
 #define CLEAN_ARGV_SEED 0x6172677620636c6eull /* "argv cln" */
 
 static inline uint64_t *clean_group(uint64_t h)
 {
-	return &clean_slots[((h >> 1) % (clean_n / CLEAN_WAYS)) * CLEAN_WAYS];
+	return &clean_slots[((h >> 1) & (clean_n - 1)) * CLEAN_WAYS];
 }
 
 static inline bool clean_hit(const uint64_t *grp, int from, uint64_t h)
@@ -837,7 +843,7 @@ size_t bbx_redact_envp(char *const envp[], char *out, size_t cap)
 		const char *s = envp[i];
 		size_t n = 0, sl = 0;
 		uint64_t h = 0, *grp = NULL;
-		if (clean_n >= CLEAN_WAYS) {
+		if (clean_n) {
 			sl = strlen(s);
 			/* XXH3, not the journal's XXH64: on an environment's short entries it
 			 * takes ~60 % of the instructions (callgrind: 37 entries, 1,359 bytes,
@@ -873,7 +879,7 @@ static size_t arg_elem(const char *tool, bool pf, const char *s, char *out, size
 {
 	uint64_t h = 0, *grp = NULL;
 	size_t sl = 0;
-	if (!pf && clean_n >= CLEAN_WAYS) {
+	if (!pf && clean_n) {
 		bool keyed = true;
 		if (s[0] == '-' && s[1] == 'p' && s[2]) {
 			if (*ptool < 0)

@@ -397,6 +397,42 @@ START_TEST(test_clean_cache_spread)
 }
 END_TEST
 
+/* A table whose groups are no power of two uses the largest power of two of them, from
+ * its start (a group is picked by a mask): nothing past it is read or written, and the
+ * output is the scanner's. */
+START_TEST(test_clean_cache_odd_size)
+{
+	bbx_redact_reset();
+	static uint64_t slots[24 + 8];
+	for (int i = 0; i < 32; i++)
+		slots[i] = i < 24 ? 0 : 0x5a5a5a5a5a5a5a5aull;
+	bbx_redact_set_cache(slots, 24, 0x0dd);
+	char names[100][32];
+	char *envp[101];
+	for (int i = 0; i < 100; i++) {
+		snprintf(names[i], sizeof names[i], "VAR%d=v%d", i, i);
+		envp[i] = names[i];
+	}
+	envp[100] = NULL;
+	static char out[4096], plain[4096];
+	size_t a = bbx_redact_envp(envp, out, sizeof out);
+	size_t b = bbx_redact_envp(envp, out, sizeof out);
+	int used = 0;
+	for (int i = 0; i < 16; i++)
+		used += slots[i] != 0;
+	ck_assert_int_eq(used, 16); /* 4 groups of 4, all taken by 100 entries */
+	for (int i = 16; i < 24; i++)
+		ck_assert_uint_eq(slots[i], 0);
+	for (int i = 24; i < 32; i++)
+		ck_assert_uint_eq(slots[i], 0x5a5a5a5a5a5a5a5aull);
+	bbx_redact_set_cache(NULL, 0, 0);
+	size_t c = bbx_redact_envp(envp, plain, sizeof plain);
+	ck_assert_uint_eq(a, c);
+	ck_assert_uint_eq(b, c);
+	ck_assert(memcmp(out, plain, c) == 0);
+}
+END_TEST
+
 /* argv elements share the clean cache (their own seed, the last two slots of a group).
  * What it may answer for an element depends on its neighbours and its tool, so each
  * entered element is checked again in the contexts that change it: after a secret flag,
@@ -485,6 +521,7 @@ int main(void)
 	tcase_add_test(tc, test_env_defaults);
 	tcase_add_test(tc, test_argv_defaults);
 	tcase_add_test(tc, test_clean_cache_argv);
+	tcase_add_test(tc, test_clean_cache_odd_size);
 	tcase_add_test(tc, test_shell_text);
 	tcase_add_test(tc, test_byte_classes);
 	tcase_add_test(tc, test_url_passwords);
