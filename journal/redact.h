@@ -81,8 +81,10 @@ size_t bbx_redact_envp(char *const envp[], char *out, size_t cap);
  * a string they have seen instead of scanning it: a link line's ~50 elements, redacted
  * in the EXEC record and again in the PROC record of each of collect2 and ld, cost
  * ~150 k instructions a time.  seed: the run's (a string with a secret is never
- * entered; one colliding with a clean string's 64-bit hash would be copied).  Only for a run whose redaction rules are fixed: the table
- * answers for the rules it was filled under.  NULL: no table. */
+ * entered; one colliding with a clean string's 64-bit hash would be copied).  Only for
+ * a run whose redaction rules are fixed: the table answers for the rules it was filled
+ * under.  NULL: no table.  n: the slots; groups of four of them are used, the largest
+ * power of two of groups that fits. */
 void bbx_redact_set_cache(uint64_t *slots, size_t n, uint64_t seed);
 /* The same over strings already stored back to back (/proc/self/cmdline): len bytes
  * at blk, each string NUL-terminated (a missing last NUL is supplied).  env: NAME=VALUE
