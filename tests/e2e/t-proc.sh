@@ -13,7 +13,7 @@
 # each was.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
-plan 37
+plan 38
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -467,4 +467,43 @@ r=$?
 snap "$W8" >"$T_TMP/w8.after"
 [ $r -eq 0 ] && [ "$n" -ge 70 ] && [ "$n" -le 100 ] && cmp -s "$T_TMP/w8.before" "$T_TMP/w8.after"
 ok $? "a process killed with removals held back: at most ~25 removal records lost ($((100 - n)) of 100), the journal verifies, undo restores the tree (old.txt back)"
+
+# The run's cache of strings known clean (journal/redact.c) holds argv elements too,
+# shared by every process: a word first met as a plain argument, and so entered, must
+# still be redacted after --password, in the EXEC the shell's fork child writes and in
+# the PROC of the program it became; and a flag entered nowhere makes its value a
+# secret every time.
+W9=$(new_ws)
+J9="$T_TMP/j.argcache"
+(cd "$W9" && bbx-run -q --journal "$J9" -- sh -c '
+sh -c "echo a > g1" tool plainword77 --password
+sh -c "echo b > g2" tool plainword77
+sh -c "echo c > g3" tool --password plainword77
+sh -c "echo d > g4" tool --password plainword77') >/dev/null 2>&1
+"$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$J9/journal" >"$T_TMP/recs.argcache"
+"$PY" - "$T_TMP/recs.argcache" >"$T_TMP/chk" 2>&1 <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+M = "***REDACTED***"
+def argvs(kind, script):
+    return [r["argv"] for r in recs if r["type"] == kind and r.get("argv", [None] * 3)[2:3] == [script]]
+want = {
+    "echo a > g1": ["sh", "-c", "echo a > g1", "tool", "plainword77", "--password"],
+    "echo b > g2": ["sh", "-c", "echo b > g2", "tool", "plainword77"],
+    "echo c > g3": ["sh", "-c", "echo c > g3", "tool", "--password", M],
+    "echo d > g4": ["sh", "-c", "echo d > g4", "tool", "--password", M],
+}
+bad = 0
+for script, argv in want.items():
+    for kind in ("EXEC", "PROC"):
+        got = argvs(kind, script)
+        if not got or any(a != argv for a in got):
+            print("%s of %r: %r" % (kind, script, got))
+            bad = 1
+sys.exit(bad)
+PY
+r=$?
+[ $r -ne 0 ] && sed 's/^/#   /' "$T_TMP/chk" | head -20 >&2
+[ $r -eq 0 ] && [ -s "$W9/g4" ]
+ok $? "an argument the clean cache holds is redacted after --password, in EXEC and PROC records"
 finish
