@@ -368,6 +368,16 @@ START_TEST(test_clean_cache)
 }
 END_TEST
 
+/* 100 environment entries VAR<i>=v<i> into envp (NULL-terminated), in names. */
+static void hundred_vars(char names[100][32], char *envp[101])
+{
+	for (int i = 0; i < 100; i++) {
+		snprintf(names[i], 32, "VAR%d=v%d", i, i);
+		envp[i] = names[i];
+	}
+	envp[100] = NULL;
+}
+
 /* Every group of the table is used: the hash's lowest bit is always set (0 marks an
  * empty slot), and a group taken from the whole hash left half of the table unused
  * (100 entries in 256 slots: ~80 stored, ~20 scanned again at every exec). */
@@ -379,11 +389,7 @@ START_TEST(test_clean_cache_spread)
 	bbx_redact_set_cache(slots, 256, 0x5eed);
 	char names[100][32];
 	char *envp[101];
-	for (int i = 0; i < 100; i++) {
-		snprintf(names[i], sizeof names[i], "VAR%d=v%d", i, i);
-		envp[i] = names[i];
-	}
-	envp[100] = NULL;
+	hundred_vars(names, envp);
 	static char out[4096];
 	bbx_redact_envp(envp, out, sizeof out);
 	int used = 0, low = 0;
@@ -409,11 +415,7 @@ START_TEST(test_clean_cache_odd_size)
 	bbx_redact_set_cache(slots, 24, 0x0dd);
 	char names[100][32];
 	char *envp[101];
-	for (int i = 0; i < 100; i++) {
-		snprintf(names[i], sizeof names[i], "VAR%d=v%d", i, i);
-		envp[i] = names[i];
-	}
-	envp[100] = NULL;
+	hundred_vars(names, envp);
 	static char out[4096], plain[4096];
 	size_t a = bbx_redact_envp(envp, out, sizeof out);
 	size_t b = bbx_redact_envp(envp, out, sizeof out);
