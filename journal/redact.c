@@ -548,36 +548,22 @@ size_t bbx_redact_text(const char *s, char *out, size_t cap)
 
 /* ---- environment -------------------------------------------------------------- */
 
-/* The words default_secret_name looks for. */
-static const char default_env_words[][11] = { /* not pointers: no relocation */
-	"token", "secret", "password", "passwd", "key", "credential", "auth",
-};
-
-/* Does g (n bytes) contain one of those words, ignoring case? */
-static bool has_default_word(const char *g, size_t n)
-{
-	for (size_t w = 0; w < sizeof default_env_words / sizeof *default_env_words; w++) {
-		const char *d = default_env_words[w];
-		size_t dl = strlen(d);
-		for (size_t i = 0; i + dl <= n; i++) {
-			size_t k = 0;
-			while (k < dl && lower(g[i + k]) == d[k])
-				k++;
-			if (k == dl)
-				return true;
-		}
-	}
-	return false;
-}
+static bool default_secret_name(const char *name);
 
 /* An env glob that can only match names with a built-in word in them: each of its
- * pieces between wildcards must appear in a name it matches, so a piece holding such a
- * word ("*_KEY", "*APIKEY*") makes the glob say no more than default_secret_name. */
+ * pieces between wildcards must appear in a name it matches, so a piece in which
+ * default_secret_name finds a word ("*_KEY", "*APIKEY*") makes the glob say no more
+ * than it.  (A piece is judged by its first 255 bytes: a word found there is in the
+ * whole piece, and one not found only leaves the glob to run.) */
 static bool env_glob_redundant(const char *g)
 {
 	for (const char *c = g; *c;) {
 		size_t n = strcspn(c, "*?");
-		if (n && has_default_word(c, n))
+		char piece[256];
+		size_t k = n < sizeof piece ? n : sizeof piece - 1;
+		memcpy(piece, c, k);
+		piece[k] = 0;
+		if (k && default_secret_name(piece))
 			return true;
 		c += n;
 		if (*c)

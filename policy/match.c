@@ -480,10 +480,8 @@ static void rf_build(const struct bbx_pol_hdr *p, struct bbx_pol_ix *x)
 {
 	const int s = BBX_PS_DENY_READ;
 	struct bbx_pol_rf *f = &x->rf;
-	const struct bbx_pol_rule *r = bbx_pol_rules(p);
-	for (uint32_t i = 0; i < p->n_rules; i++)
-		if (r[i].flags & BBX_RF_PARTIAL)
-			return; /* an opened object's kernel name is checked too: no filter */
+	if (bbx_pol_partial_roots(p))
+		return; /* an opened object's kernel name is checked too: no filter */
 	if (!x->ok || !x->hx_ok[s] || x->hx_all[s])
 		return;
 	memcpy(f->words, x->hx_byte1[s], sizeof f->words);

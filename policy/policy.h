@@ -236,6 +236,16 @@ static inline const struct bbx_pol_inode *bbx_pol_inodes(const struct bbx_pol_hd
 	return (const struct bbx_pol_inode *)((const char *)p + p->inodes_off);
 }
 
+/* 1 when some deny_read root was too large to list (BBX_RF_PARTIAL): an opened
+ * object's kernel name is then checked too, and the shim has no read filter. */
+static inline int bbx_pol_partial_roots(const struct bbx_pol_hdr *p)
+{
+	for (uint32_t i = 0; i < p->n_rules; i++)
+		if (bbx_pol_rules(p)[i].flags & BBX_RF_PARTIAL)
+			return 1;
+	return 0;
+}
+
 /* [redact]'s patterns, in the policy's order: the env globs into env (at most cap), the
  * argv globs into argv; their numbers into *ne and *na.  The strings are the blob's. */
 static inline void bbx_pol_redact_globs(const struct bbx_pol_hdr *p, const char **env,

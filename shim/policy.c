@@ -59,16 +59,6 @@ int bbx_pol_reads = 1;
 
 BBX_HOT struct bbx_rfilt bbx_rfilt;
 
-/* 1 when some deny_read root was too large to list (BBX_RF_PARTIAL): an opened
- * object's kernel name is then checked too. */
-static int partial_roots(const struct bbx_pol_hdr *p)
-{
-	for (uint32_t i = 0; i < p->n_rules; i++)
-		if (bbx_pol_rules(p)[i].flags & BBX_RF_PARTIAL)
-			return 1;
-	return 0;
-}
-
 /* shim.h, struct bbx_rfilt, from the index's part (policy.h, bbx_pol_read_filter).  Not
  * built (the general path decides every read) when a root is too large to list or the
  * index cannot answer for the words. */
@@ -965,7 +955,7 @@ int bbx_read_post(const char *op, const char *path, int fd, const struct stat *s
 	if (bbx_pol_read_inode(p, sb->st_dev, sb->st_ino, &v))
 		return bbx_pol_report(op, BBX_ACC_READ, path, NULL, NULL, NULL, NULL, &v);
 	if (has_partial < 0)
-		has_partial = partial_roots(p);
+		has_partial = bbx_pol_partial_roots(p);
 	if (has_partial && fd >= 0) {
 		char real[PATH_MAX];
 		if (!bbx_path_fd(fd, real, sizeof real)) {
