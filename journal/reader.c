@@ -111,7 +111,7 @@ int bbx_reader_next(struct bbx_reader *r, struct bbx_rec *out, size_t *rec_off)
 {
 	while (r->off < r->size) {
 		size_t avail = r->size - r->off;
-		int rc = bbx_rec_decode(r->map + r->off, avail, out);
+		int rc = bbx_rec_decode_types(r->map + r->off, avail, out, r->types);
 		if (rc == 0) {
 			if (rec_off)
 				*rec_off = r->off;

@@ -23,6 +23,10 @@ struct bbx_reader {
 	size_t bad_ranges;         /* damaged ranges skipped in the middle */
 	size_t bad_bytes;
 	int mapped;                /* map is ours to unmap */
+	/* 0 (as opened): bbx_reader_next decodes every record.  Else a mask of 1u << type:
+	 * the records of other types come back with their type and length only
+	 * (bbx_rec_decode_types), for a reader that passes over them. */
+	uint32_t types;
 };
 
 enum {

@@ -277,6 +277,25 @@ static int dec_str(const uint8_t *v, uint32_t n, const char **out)
 
 int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 {
+	return bbx_rec_decode_types(vp, avail, r, 0);
+}
+
+static void dec_header(const uint8_t *p, uint32_t len, struct bbx_rec *r)
+{
+	r->version = get16(p + 4);
+	r->type = get16(p + 6);
+	r->len = len;
+	r->h.seq = get64(p + 16);
+	r->h.realtime_ns = get64(p + 24);
+	r->h.mono_ns = get64(p + 32);
+	r->h.pid = (int32_t)get32(p + 40);
+	r->h.ppid = (int32_t)get32(p + 44);
+	r->h.uid = get32(p + 48);
+	r->h.flags = get32(p + 52);
+}
+
+int bbx_rec_decode_types(const void *vp, size_t avail, struct bbx_rec *r, uint32_t types)
+{
 	const uint8_t *p = vp;
 	if (avail < 12)
 		return avail >= 4 && get32(p) != BBX_REC_MAGIC ? -EBADMSG : -EAGAIN;
@@ -293,17 +312,13 @@ int bbx_rec_decode(const void *vp, size_t avail, struct bbx_rec *r)
 	if (XXH64(p, len - BBX_REC_TRAILER_LEN, 0) != get64(p + len - BBX_REC_TRAILER_LEN))
 		return -EBADMSG;
 
+	uint16_t type = get16(p + 6);
+	if (types && (type >= 32 || !(types & (1u << type)))) {
+		dec_header(p, len, r);
+		return r->version != BBX_REC_VERSION ? -EBADMSG : 0;
+	}
 	memset(r, 0, sizeof *r);
-	r->version = get16(p + 4);
-	r->type = get16(p + 6);
-	r->len = len;
-	r->h.seq = get64(p + 16);
-	r->h.realtime_ns = get64(p + 24);
-	r->h.mono_ns = get64(p + 32);
-	r->h.pid = (int32_t)get32(p + 40);
-	r->h.ppid = (int32_t)get32(p + 44);
-	r->h.uid = get32(p + 48);
-	r->h.flags = get32(p + 52);
+	dec_header(p, len, r);
 	if (r->version != BBX_REC_VERSION)
 		return -EBADMSG;
 

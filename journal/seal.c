@@ -22,15 +22,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The records that name a path the run touched: only these are decoded whole when the
+ * journal is read for the seal (bbx_rec_decode_types). */
+#define TOUCHING_TYPES                                                                      \
+	(1u << BBX_REC_CREATE | 1u << BBX_REC_PRESERVE | 1u << BBX_REC_SIZE |                  \
+	 1u << BBX_REC_RMDIR | 1u << BBX_REC_RENAME | 1u << BBX_REC_META)
+
 static int touched(const struct bbx_rec *r)
 {
-	switch (r->type) {
-	case BBX_REC_CREATE: return r->kind != BBX_KIND_ANON;
-	case BBX_REC_PRESERVE: case BBX_REC_SIZE: case BBX_REC_RMDIR: case BBX_REC_RENAME:
-	case BBX_REC_META:
-		return 1;
-	}
-	return 0;
+	if (r->type < 0 || r->type >= 32 || !(TOUCHING_TYPES >> r->type & 1))
+		return 0;
+	return r->type != BBX_REC_CREATE || r->kind != BBX_KIND_ANON;
 }
 
 static int emit_final(struct bbx_run *run, struct bbx_run_batch *b, const char *path, int ret,
@@ -414,6 +416,7 @@ int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths)
 	const char **ps = NULL;
 	/* The paths first, in the order the journal names them first (so that each
 	 * lstat can see the next path's directory), then one FINAL each. */
+	r.types = TOUCHING_TYPES;
 	while (rc == 0 && bbx_reader_next(&r, &rec, NULL) == BBX_READ_OK) {
 		if (!touched(&rec))
 			continue;
