@@ -340,7 +340,12 @@ BBX_HOT static int fdid_hi; /* one past the highest descriptor ever marked */
 
 static void fdid_store(int fd, uint64_t dev, uint64_t ino)
 {
-	unsigned s = __atomic_load_n(&fdid[fd].seq, __ATOMIC_RELAXED);
+	/* Not read first: on a page of the table no descriptor has marked yet, a load and
+	 * then the compare-and-swap are two page faults (the zero page mapped, then
+	 * replaced), where the compare-and-swap alone, a write even when it fails, is one
+	 * (issue 5: two in every process that creates a file through a descriptor).  Its
+	 * failure gives the entry's count, as the load did. */
+	unsigned s = 0;
 	for (;;) {
 		s &= ~1u;
 		if (__atomic_compare_exchange_n(&fdid[fd].seq, &s, s + 1, 0, __ATOMIC_ACQUIRE,

@@ -240,46 +240,66 @@ BBX_HOT uint64_t *bbx_nsgen;
 static int dir_canonical(const char *dir, struct stat *sb)
 {
 	size_t len = strlen(dir);
-	if (dir[0] != '/' || dir[len - 1] == '/' || !bbx_path_clean(dir) || stat(dir, sb) < 0 ||
-	    !S_ISDIR(sb->st_mode))
+	if (dir[0] != '/' || dir[len - 1] == '/' || !bbx_path_clean(dir) ||
+	    bbx_sys_fstatat(AT_FDCWD, dir, sb, 0) || !S_ISDIR(sb->st_mode))
 		return 0;
 	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 			       .resolve = RESOLVE_NO_SYMLINKS};
-	long fd = syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof how,
-			  (long)bbx_run_mark(sb->st_dev, sb->st_ino));
+	long fd = bbx_sys_raw5(SYS_openat2, AT_FDCWD, (long)dir, (long)&how, sizeof how,
+			       (long)bbx_run_mark(sb->st_dev, sb->st_ino));
 	if (fd < 0)
 		return 0;
-	close((int)fd);
+	bbx_sys_close((int)fd);
 	return 1;
+}
+
+/* dir made canonical into out (realpath), with its stat: 0 or -errno.  A frame of its
+ * own: its PATH_MAX buffer is needed only for a name that is not canonical already. */
+__attribute__((noinline)) static int canonical_into(const char *dir, char *out, size_t cap,
+						   struct stat *sb)
+{
+	char canon[PATH_MAX];
+	if (realpath(dir, canon))
+		dir = canon;
+	if (stat(dir, sb) < 0)
+		return -errno;
+	int n = bbx_scopy(out, cap, dir);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
 int bbx_run_open(struct bbx_run *run, const char *dir)
 {
-	/* Not the two path buffers (run.h): each is a string, emptied here and written
-	 * below; cleared whole, they were two more pages written in every process that
-	 * opens the run. */
-	memset(run, 0, offsetof(struct bbx_run, w.path));
-	run->w.path[0] = 0;
+	/* Not the path buffer (run.h): a string, emptied here and written below; cleared
+	 * whole, it was one more page written in every process that opens the run. */
+	memset(run, 0, offsetof(struct bbx_run, dir));
 	run->dir[0] = 0;
 	/* Canonical, so the "never write into the journal directory" check compares like
 	 * with like. */
-	char canon[PATH_MAX];
 	struct stat sb;
+	int n;
 	if (!dir_canonical(dir, &sb)) {
-		if (realpath(dir, canon))
-			dir = canon;
-		if (stat(dir, &sb) < 0)
-			return -errno;
+		int rc = canonical_into(dir, run->dir, sizeof run->dir, &sb);
+		if (rc)
+			return rc;
+		n = (int)strlen(run->dir);
+	} else {
+		n = bbx_scopy(run->dir, sizeof run->dir, dir);
 	}
-	int n = bbx_scopy(run->dir, sizeof run->dir, dir);
-	if (n < 0 || (size_t)n >= sizeof run->dir - 32)
+	if (n < 0 || (size_t)n >= sizeof run->dir - 32) {
+		run->dir[0] = 0;
 		return -ENAMETOOLONG;
+	}
+	dir = run->dir;
 	run->dirlen = (size_t)n;
-	char p[PATH_MAX + 16];
+	/* Sized for the names joined below (the longest, "objects"), not PATH_MAX: every
+	 * frame under this one (the state's mapping, the writer's open) would otherwise run
+	 * a page deeper into the stack, a page fault in every process that opens the run
+	 * (issue 5). */
+	char p[(size_t)n + sizeof "/objects"];
 	run->jdev = sb.st_dev;
 	run->jino = sb.st_ino;
 	bbx_sjoin(p, sizeof p, dir, "objects");
-	if (stat(p, &sb) == 0) {
+	if (bbx_sys_fstatat(AT_FDCWD, p, &sb, 0) == 0) {
 		run->odev = sb.st_dev;
 		run->oino = sb.st_ino;
 	}
@@ -289,7 +309,7 @@ int bbx_run_open(struct bbx_run *run, const char *dir)
 		return rc;
 	bbx_state_attach(run->st, run->dir); /* where its captured set grows (state.h) */
 	__atomic_store_n(&bbx_nsgen, bbx_state_nsgen(run->st), __ATOMIC_RELEASE);
-	rc = bbx_writer_open(&run->w, dir);
+	rc = bbx_writer_open(&run->w, run->dir);
 	if (rc) {
 		bbx_state_unmap(run->st);
 		run->st = NULL;

@@ -349,32 +349,32 @@ static void head_populate(struct bbx_state *st, size_t size)
 	bbx_sys_populate_write(st, size < BBX_STATE_HEAD ? size : BBX_STATE_HEAD);
 }
 
+/* By system calls of its own (sys.h): every process that records maps it. */
 int bbx_state_map(const char *path, struct bbx_state **out)
 {
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = bbx_sys_openat(AT_FDCWD, path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	struct stat sb;
-	int rc = 0;
-	if (fstat(fd, &sb) < 0) {
-		rc = -errno;
+	int rc = bbx_sys_fstatat(fd, "", &sb, AT_EMPTY_PATH);
+	if (rc)
 		goto out;
-	}
 	if ((size_t)sb.st_size < sizeof(struct bbx_state)) {
 		rc = -EINVAL;
 		goto out;
 	}
-	struct bbx_state *st = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE,
-				    MAP_SHARED, fd, 0);
-	if (st == MAP_FAILED) {
-		rc = -errno;
+	long m = bbx_sys_raw6(SYS_mmap, 0, (long)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			      fd, 0);
+	if (m < 0 && m > -4096) {
+		rc = (int)m;
 		goto out;
 	}
+	struct bbx_state *st = (struct bbx_state *)m;
 	bbx_sys_random_access(st, (size_t)sb.st_size); /* before the first fault */
 	head_populate(st, (size_t)sb.st_size);
 	if (st->magic != BBX_STATE_MAGIC || st->nslots == 0 ||
 	    (st->nslots & (st->nslots - 1)) != 0 || state_len(st) > (size_t)sb.st_size) {
-		munmap(st, (size_t)sb.st_size);
+		(void)bbx_sys_raw4(SYS_munmap, (long)st, (long)sb.st_size, 0, 0);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -382,10 +382,11 @@ int bbx_state_map(const char *path, struct bbx_state **out)
 	 * are mapped each on its own when first used (seg_base), like the ones added
 	 * after this mapping. */
 	if (st->version >= 7 && state_len(st) < (size_t)sb.st_size)
-		munmap((char *)st + state_len(st), (size_t)sb.st_size - state_len(st));
+		(void)bbx_sys_raw4(SYS_munmap, (long)((char *)st + state_len(st)),
+				   (long)((size_t)sb.st_size - state_len(st)), 0, 0);
 	*out = st;
 out:
-	close(fd);
+	bbx_sys_close(fd);
 	return rc;
 }
 

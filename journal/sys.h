@@ -118,6 +118,21 @@ static inline void bbx_sys_random_access(const void *p, size_t len)
 	(void)bbx_sys_raw4(SYS_madvise, (long)p, (long)len, MADV_RANDOM, 0);
 }
 
+/* openat(2) and close(2) by the instruction (the fd or -errno; errno left alone): what
+ * opening the run takes in every process that records (its state file, its journal,
+ * its directory's proof), where libc's would each be a lazy binding, ~1 k instructions
+ * and, deep in the capture's frames, the resolver's saved register state (~2.7 KB of
+ * stack here) on a page of its own: a page fault (perf, page faults by address; issue 5). */
+static inline int bbx_sys_openat(int dirfd, const char *path, int flags, int mode)
+{
+	return (int)bbx_sys_raw4(SYS_openat, dirfd, (long)path, flags, mode);
+}
+
+static inline void bbx_sys_close(int fd)
+{
+	(void)bbx_sys_raw4(SYS_close, fd, 0, 0, 0);
+}
+
 /* newfstatat(2) by the instruction: 0, or -errno (errno left alone).  fstat is
  * (fd, "", AT_EMPTY_PATH), as glibc makes it. */
 static inline int bbx_sys_fstatat(int dirfd, const char *path, struct stat *sb, int flags)

@@ -20,23 +20,32 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+/* The journal's name, w->dir + "/journal", into a buffer of the caller's frame sized
+ * for it (JOURNAL_PATH): never a PATH_MAX array, which would push every frame below it
+ * a page deeper into the stack (issue 5).  bbx_writer_open checked the length. */
+#define JOURNAL_PATH(w, name)                                                               \
+	char name[strlen((w)->dir) + sizeof "/journal"];                                    \
+	(void)bbx_sjoin(name, sizeof name, (w)->dir, "journal")
+
 static int writer_reopen(struct bbx_writer *w)
 {
 	/* The generation before the open: a descriptor change the shim sees after it (close,
 	 * dup2, fcntl... bump it) still makes the next record check. */
 	unsigned g = __atomic_load_n(&bbx_writer_fd_gen, __ATOMIC_ACQUIRE);
-	int fd = open(w->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	/* By system calls of its own (sys.h): every process that records opens it. */
+	JOURNAL_PATH(w, path);
+	int fd = bbx_sys_openat(AT_FDCWD, path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	struct stat sb;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		int e = errno ? errno : EIO;
-		close(fd);
-		return -e;
+	int e = bbx_sys_fstatat(fd, "", &sb, AT_EMPTY_PATH);
+	if (e || !S_ISREG(sb.st_mode)) {
+		bbx_sys_close(fd);
+		return e ? e : -EIO;
 	}
-	int hi = fcntl(fd, F_DUPFD_CLOEXEC, BBX_WRITER_FD_MIN);
+	int hi = (int)bbx_sys_raw4(SYS_fcntl, fd, F_DUPFD_CLOEXEC, BBX_WRITER_FD_MIN, 0);
 	if (hi >= 0) {
-		close(fd);
+		bbx_sys_close(fd);
 		fd = hi;
 	}
 	w->dev = sb.st_dev;
@@ -52,18 +61,19 @@ static int writer_reopen(struct bbx_writer *w)
 
 int bbx_writer_open(struct bbx_writer *w, const char *dir)
 {
-	int n = bbx_sjoin(w->path, sizeof w->path, dir, "journal");
-	if (n < 0 || (size_t)n >= sizeof w->path)
+	if (strlen(dir) + sizeof "/journal" > PATH_MAX)
 		return -ENAMETOOLONG;
+	w->dir = dir;
 	w->fd = -1;
 	w->gen_ok = 0; /* never a generation (they start at 1); writer_reopen sets it */
 	int rc = writer_reopen(w);
 	if (rc != -ENOENT)
 		return rc;
-	int fd = open(w->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	JOURNAL_PATH(w, path);
+	int fd = bbx_sys_openat(AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return -errno;
-	close(fd);
+		return fd;
+	bbx_sys_close(fd);
 	return writer_reopen(w);
 }
 
@@ -174,7 +184,8 @@ static int record_ok(int fd, uint64_t off, uint32_t len, uint64_t *trailer)
  * anything else there is torn and only counted as bytes. */
 static void chain_recover(struct bbx_writer *w, struct bbx_state *st)
 {
-	int fd = open(w->path, O_RDONLY | O_CLOEXEC);
+	JOURNAL_PATH(w, path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return; /* keep the head: at worst verify reports one break */
 	struct stat sb;

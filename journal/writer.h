@@ -32,7 +32,11 @@ struct bbx_writer {
 	int fd; /* accessed atomically */
 	unsigned gen_ok; /* bbx_writer_fd_gen when fd was last found to be ours */
 	uint64_t dev, ino;
-	char path[PATH_MAX]; /* last: the small fields share a page with the path's head */
+	/* The journal directory, the caller's string (bbx_run's dir), which must outlive
+	 * the writer; the file is its "journal".  Not a copy of that name: a second
+	 * PATH_MAX buffer beside the run's was a second page of .lbss written in every
+	 * process that opens the run (perf, page faults by address; issue 5). */
+	const char *dir;
 };
 
 /* Descriptor generation.  The identity check of the journal's descriptor (an fstat and

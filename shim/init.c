@@ -36,10 +36,11 @@ extern char **environ;
 #undef BBX_WRAP
 
 /* From a page boundary: a process that opens the run writes its identities, the
- * writer's fields and the heads of its two paths (struct bbx_run: the small fields, then
- * the writer's path, then the directory's), two pages from its start.  Where the linker
- * put it in .bss, 32 bytes before a page boundary, its head alone took a third page
- * (issue 5: 3 of a journaling process's page faults).  In .lbss, the x86-64 ABI's
+ * writer's fields and the head of the directory's name (struct bbx_run: the small
+ * fields, then the name), one page from its start; the writer keeps no copy of the name
+ * (writer.h), which was a second page.  Where the linker put it in .bss, 32 bytes
+ * before a page boundary, its head alone took another page (issue 5: 3 of a journaling
+ * process's page faults, now 1).  In .lbss, the x86-64 ABI's
  * zero-initialised section after .bss: aligned in .bss it would align all of .bss and
  * move the small variables at its head (crtstuff's exit flag, the init states) off the
  * data page the loader writes anyway.  Read only once the run is open here (bbx_status,
