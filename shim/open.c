@@ -122,8 +122,8 @@ static inline __attribute__((always_inline)) int devnull_open(const char *path, 
 		if (!rc_)                                                                   \
 			rc_ = bbx_cap_open(&bbx_run, opname, bbx_tp.a, (flags), (mode),     \
 					   bbx_tp.b, &pend_);                               \
-		char pn_[PATH_MAX];                                                         \
-		int pfd_ = bbx_pol_take(pn_);                                               \
+		char pn_[bbx_pol_take_room()];                                              \
+		int pfd_ = bbx_pol_take(pn_, sizeof pn_);                                   \
 		if (rc_) {                                                                  \
 			if (pfd_ >= 0)                                                      \
 				close(pfd_);                                                \

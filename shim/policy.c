@@ -823,15 +823,23 @@ static int write_hook(const char *op, const char *path, int fd, int follow)
 	return rc;
 }
 
-int bbx_pol_take(char name[PATH_MAX])
+size_t bbx_pol_take_room(void)
+{
+	return bbx_pol_fd == -1 ? 1 : strnlen(bbx_scratch()->pol, PATH_MAX - 1) + 1;
+}
+
+int bbx_pol_take(char *name, size_t cap)
 {
 	int fd = bbx_pol_fd;
 	bbx_pol_fd = -1;
 	bbx_pol_hold = 0;
-	if (fd != -1) {
+	if (cap)
+		name[0] = 0;
+	if (fd != -1 && cap) {
 		const char *w = bbx_scratch()->pol;
-		memcpy(name, w, strnlen(w, PATH_MAX - 1) + 1);
-		name[PATH_MAX - 1] = 0;
+		size_t l = strnlen(w, cap - 1);
+		memcpy(name, w, l);
+		name[l] = 0;
 	}
 	return fd;
 }

@@ -320,7 +320,12 @@ int bbx_pol_report(const char *op, int access, const char *path, const char *pat
 #define BBX_POL_BYPATH (-2)
 extern __thread int bbx_pol_fd __attribute__((tls_model("initial-exec")));
 extern __thread int bbx_pol_hold __attribute__((tls_model("initial-exec")));
-int bbx_pol_take(char name[PATH_MAX]);
+int bbx_pol_take(char *name, size_t cap);
+/* The room bbx_pol_take's name needs (its length + 1; 1 when there is none): the open
+ * family sizes its buffer by it instead of PATH_MAX, which sat in every open wrapper's
+ * frame from its entry, read-only opens included, and put every call under it a page
+ * deeper into the stack (issue 5). */
+size_t bbx_pol_take_room(void);
 int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode);
 
 /* Reads (deny_read).  bbx_pol_reads is 0 once the policy is known to have nothing to
