@@ -206,12 +206,36 @@ static void join_run(const char *dir)
 static int open_state; /* 0 idle, 1 opening, 2 done */
 static int init_state; /* 0 idle, 1 running, 2 done */
 
+/* The libc functions a first record calls (the path's string functions, the records'
+ * clock, the journal lock), bound here, where the run is opened, at the depth of the
+ * wrapper that opens it: bound lazily where the record first calls them, deep in the
+ * capture's frames, the resolver's saved register state (~2.7 KB) reached a page of the
+ * stack the program had not, a page fault (perf, page faults by address; issue 5).  A
+ * process that opens the run records, so each would be bound anyway; nothing here makes
+ * a system call. */
+static void prebind_record(void)
+{
+	const char *a = "a", *b = "b";
+	size_t one = 1;
+	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(one));
+	volatile long sink = strncmp(a, b, one) + memcmp(a, b, one) +
+			     (memchr(a, 'a', one) != NULL) + (strchr(a, 'a') != NULL) +
+			     (strrchr(a, 'a') != NULL) + (int)strnlen(a, one);
+	(void)sink;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	if (pthread_mutex_trylock(&m) == 0)
+		pthread_mutex_unlock(&m);
+}
+
 int bbx_open_run(void)
 {
 	bbx_fork_hooks(); /* before open_state can be 1 in a fork's copy */
 	int expect = 0;
 	if (__atomic_compare_exchange_n(&open_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
+		prebind_record();
 		int rc = bbx_status == BBX_STATUS_CLOSED ? bbx_run_open(&bbx_run, bbx_journal_dir)
 							 : bbx_status;
 		if (rc && bbx_status == BBX_STATUS_CLOSED)
