@@ -31,12 +31,26 @@ static void put64(uint8_t *p, uint64_t v)
 	v = htole64(v);
 	memcpy(p, &v, sizeof v);
 }
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+/* Little-endian loads by memcpy: one load each (a byte loop was not always merged,
+ * and get64 was a call in the seal's hot loop, issue 5). */
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, sizeof v);
+	return le16toh(v);
+}
 static uint32_t get32(const uint8_t *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	uint32_t v;
+	memcpy(&v, p, sizeof v);
+	return le32toh(v);
 }
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return le64toh(v);
+}
 
 void bbx_stat_from(struct bbx_stat *o, const struct stat *st)
 {

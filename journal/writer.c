@@ -7,6 +7,7 @@
 #include "state.h"
 #include "sys.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -148,10 +149,9 @@ BBX_HOT void (*bbx_writer_test_hook)(void);
 
 static uint64_t get64le(const uint8_t *p)
 {
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return le64toh(v);
 }
 
 /* Is the record of len bytes at off in fd complete, with a valid checksum?  Read in
