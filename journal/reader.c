@@ -14,6 +14,11 @@
 
 int bbx_reader_open(struct bbx_reader *r, const char *path)
 {
+	return bbx_reader_open_at(r, path, 0);
+}
+
+int bbx_reader_open_at(struct bbx_reader *r, const char *path, size_t off)
+{
 	memset(r, 0, sizeof *r);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -27,15 +32,22 @@ int bbx_reader_open(struct bbx_reader *r, const char *path)
 		 * call, where each 64 KiB of a journal read through page faults costs one,
 		 * ~20 us here (issue 5: 25 for the edit workload's seal, ~800 for an undo
 		 * of 100,000 files).  A journal too large to map resident at once faults in
-		 * as it is read. */
-		int pop = (uint64_t)sb.st_size <= READER_POPULATE_MAX ? MAP_POPULATE : 0;
-		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE | pop, fd, 0);
-		if (m == MAP_FAILED)
+		 * as it is read.  From off: only the part from off's page. */
+		uint64_t size = (uint64_t)sb.st_size, from = off < size ? off & ~(uint64_t)4095 : size;
+		int pop = !from && size <= READER_POPULATE_MAX ? MAP_POPULATE : 0;
+		void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | pop, fd, 0);
+		if (m == MAP_FAILED) {
 			rc = -errno;
-		else {
+		} else {
+			if (from && from < size && size - from <= READER_POPULATE_MAX)
+				(void)madvise((char *)m + from, (size_t)(size - from),
+					      MADV_POPULATE_READ);
 			r->map = m;
-			r->size = (size_t)sb.st_size;
+			r->size = (size_t)size;
 			r->mapped = 1;
+			/* A journal cut below off since (a program of the run can truncate
+			 * it): nothing more to read. */
+			r->off = off < size ? off : (size_t)size;
 		}
 	}
 	close(fd);

@@ -37,6 +37,9 @@ enum {
 
 /* Maps path read-only.  Returns 0 or -errno.  An empty file is a valid empty journal. */
 int bbx_reader_open(struct bbx_reader *r, const char *path);
+/* The same, positioned at off, which must start a record (the end of records already
+ * read some other way): only the bytes from there are read into memory ahead. */
+int bbx_reader_open_at(struct bbx_reader *r, const char *path, size_t off);
 /* Reads from a memory buffer instead (tests). */
 void bbx_reader_init_mem(struct bbx_reader *r, const void *buf, size_t size);
 /* Next record.  Returns BBX_READ_OK, BBX_READ_END or BBX_READ_TORN. */

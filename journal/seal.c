@@ -10,6 +10,7 @@
 #include "run.h"
 #include "undo.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -386,18 +387,215 @@ int bbx_seal(const char *dir, size_t *npaths)
 	return rc;
 }
 
+/* The seal's first pass: the paths the records name, once each, in the order the journal
+ * first names them (so that each lstat can see the next path's directory).  Keys and ps
+ * point into memory that outlives the map: the reader's mapping, or the prescan's
+ * arena. */
+struct collect {
+	struct bbx_pathmap m;
+	const char **ps;
+	size_t n, cap;
+};
+
+/* Adds rec's paths; stores each new one through keep (NULL: rec's own strings stay
+ * valid).  0 or -ENOMEM. */
+static int collect_rec(struct collect *c, const struct bbx_rec *rec,
+		       const char *(*keep)(void *, const char *), void *kp)
+{
+	if (!touched(rec))
+		return 0;
+	const char *two[2] = {rec->path, rec->type == BBX_REC_RENAME ? rec->path2 : NULL};
+	for (int i = 0; i < 2; i++) {
+		if (!two[i])
+			continue;
+		if (keep && bbx_pathmap_get(&c->m, two[i]))
+			continue;
+		const char *k = keep ? keep(kp, two[i]) : two[i];
+		size_t *slot;
+		int ins = k ? bbx_pathmap_put(&c->m, k, &slot) : -ENOMEM;
+		if (ins < 0)
+			return ins;
+		if (ins == 0)
+			continue;
+		if (c->n == c->cap) {
+			size_t nc = c->cap ? 2 * c->cap : 1024;
+			const char **g = realloc(c->ps, nc * sizeof *g);
+			if (!g)
+				return -ENOMEM;
+			c->ps = g;
+			c->cap = nc;
+		}
+		c->ps[c->n++] = k;
+	}
+	return 0;
+}
+
+static void collect_free(struct collect *c)
+{
+	free(c->ps);
+	bbx_pathmap_free(&c->m);
+	memset(c, 0, sizeof *c);
+}
+
+/* The prescan (undo.h).  It reads the journal with pread, never through a mapping: a
+ * program of the run can truncate the journal under it (its descriptor is open for
+ * writing in every process), which a mapping answers with SIGBUS.  The paths it keeps
+ * are copied into an arena of chunks that never move. */
+#define PRE_BUF ((size_t)256 << 10)
+#define PRE_CHUNK ((size_t)64 << 10)
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used;
+	char data[];
+};
+struct bbx_seal_pre {
+	const struct bbx_state *st;
+	int fd;
+	uint8_t *buf;
+	size_t bufcap;
+	size_t off;  /* the journal bytes taken: whole records, back to back from 0 */
+	int done;    /* stopped for good at off: a record it does not take (damaged: the
+		      * seal's reader decides about it), or a read error */
+	int failed;  /* the collection is incomplete (no memory): the seal discards it */
+	struct collect c;
+	struct arena_chunk *arena;
+};
+
+static const char *arena_keep(void *arg, const char *s)
+{
+	struct bbx_seal_pre *p = arg;
+	size_t l = strlen(s) + 1;
+	struct arena_chunk *a = p->arena;
+	if (!a || a->used + l > PRE_CHUNK) {
+		size_t sz = l > PRE_CHUNK ? l : PRE_CHUNK;
+		struct arena_chunk *b = malloc(sizeof *b + sz);
+		if (!b)
+			return NULL;
+		b->next = a;
+		b->used = 0;
+		p->arena = a = b;
+	}
+	char *d = a->data + a->used;
+	memcpy(d, s, l);
+	a->used += l;
+	return d;
+}
+
+struct bbx_seal_pre *bbx_seal_pre_new(struct bbx_run *run, const char *dir)
+{
+	if (!run->st || cpus_usable() < 2)
+		return NULL;
+	struct bbx_seal_pre *p = calloc(1, sizeof *p);
+	char jp[PATH_MAX + 16];
+	snprintf(jp, sizeof jp, "%s/journal", dir);
+	if (p && (p->fd = open(jp, O_RDONLY | O_CLOEXEC)) >= 0) {
+		p->st = run->st;
+		return p;
+	}
+	free(p);
+	return NULL;
+}
+
+/* Takes the whole records the writers have accounted for: the state's end, which moves
+ * only after a record is in the file. */
+void bbx_seal_pre_step(struct bbx_seal_pre *p)
+{
+	if (p->done || p->failed)
+		return;
+	if (!p->buf && !(p->buf = malloc(p->bufcap = PRE_BUF))) {
+		p->failed = 1;
+		return;
+	}
+	uint64_t end = __atomic_load_n(&p->st->end, __ATOMIC_ACQUIRE);
+	while (p->off < end) {
+		size_t want = end - p->off < p->bufcap ? (size_t)(end - p->off) : p->bufcap;
+		ssize_t got = pread(p->fd, p->buf, want, (off_t)p->off);
+		if (got <= 0) {
+			p->done = got < 0; /* 0: the file shorter than end, cut (then the seal
+					    * decides) or its last write not in yet */
+			return;
+		}
+		size_t at = 0;
+		struct bbx_rec rec;
+		int rc;
+		while ((rc = bbx_rec_decode_types(p->buf + at, (size_t)got - at, &rec,
+						  TOUCHING_TYPES)) == 0) {
+			if (collect_rec(&p->c, &rec, arena_keep, p)) {
+				p->failed = 1;
+				return;
+			}
+			at += rec.len;
+			p->off += rec.len;
+		}
+		if (rc != -EAGAIN) {
+			p->done = 1; /* damaged: the seal's reader resynchronises past it */
+			return;
+		}
+		if (at == 0) {
+			/* A record longer than the buffer, or one end does not cover yet
+			 * (its length is the header's third word, record.h). */
+			uint32_t need = 0;
+			if (got >= 12)
+				memcpy(&need, p->buf + 8, sizeof need);
+			need = le32toh(need);
+			if ((size_t)got < want || need <= p->bufcap || need > BBX_REC_MAX_LEN)
+				return;
+			uint8_t *nb = realloc(p->buf, need);
+			if (!nb) {
+				p->done = 1;
+				return;
+			}
+			p->buf = nb;
+			p->bufcap = need;
+		}
+	}
+}
+
+size_t bbx_seal_pre_taken(const struct bbx_seal_pre *p)
+{
+	return p->off;
+}
+
+static void pre_free(struct bbx_seal_pre *p)
+{
+	collect_free(&p->c);
+	while (p->arena) {
+		struct arena_chunk *n = p->arena->next;
+		free(p->arena);
+		p->arena = n;
+	}
+	free(p->buf);
+	close(p->fd);
+	free(p);
+}
+
 int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths)
 {
+	return bbx_seal_run_pre(run, dir, npaths, NULL);
+}
+
+int bbx_seal_run_pre(struct bbx_run *run, const char *dir, size_t *npaths,
+		     struct bbx_seal_pre *pre)
+{
+	if (pre && pre->failed) {
+		pre_free(pre);
+		pre = NULL;
+	}
 	char jp[PATH_MAX + 16];
 	snprintf(jp, sizeof jp, "%s/journal", dir);
 	struct bbx_reader r;
-	int rc = bbx_reader_open(&r, jp);
-	if (rc)
+	int rc = bbx_reader_open_at(&r, jp, pre ? pre->off : 0);
+	if (rc) {
+		if (pre)
+			pre_free(pre);
 		return rc;
+	}
 	/* The FINAL records go out 64 KiB at a time, not with a write(2) each. */
 	struct bbx_run_batch *batch = malloc(sizeof *batch);
 	if (!batch) {
 		bbx_reader_close(&r);
+		if (pre)
+			pre_free(pre);
 		return -ENOMEM;
 	}
 	batch->len = 0;
@@ -410,41 +608,19 @@ int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths)
 	 * (writer.h, generation mode). */
 	int gen_mode = bbx_writer_gen_mode;
 	bbx_writer_gen_mode = 1;
-	struct bbx_pathmap m = {0};
+	/* The prescan's paths first: what it took is the journal's first pre->off bytes,
+	 * whole records, which the reader here starts after. */
+	struct collect own = {0}, *c = pre ? &pre->c : &own;
 	struct bbx_rec rec;
-	size_t n = 0, cap = 0, *slot;
-	const char **ps = NULL;
-	/* The paths first, in the order the journal names them first (so that each
-	 * lstat can see the next path's directory), then one FINAL each. */
 	r.types = TOUCHING_TYPES;
-	while (rc == 0 && bbx_reader_next(&r, &rec, NULL) == BBX_READ_OK) {
-		if (!touched(&rec))
-			continue;
-		const char *two[2] = {rec.path, rec.type == BBX_REC_RENAME ? rec.path2 : NULL};
-		for (int i = 0; i < 2 && rc == 0; i++) {
-			if (!two[i])
-				continue;
-			int ins = bbx_pathmap_put(&m, two[i], &slot);
-			if (ins < 0) {
-				rc = ins;
-			} else if (ins == 1) {
-				if (n == cap) {
-					size_t nc = cap ? 2 * cap : 1024;
-					const char **g = realloc(ps, nc * sizeof *ps);
-					if (!g) {
-						rc = -ENOMEM;
-						break;
-					}
-					ps = g;
-					cap = nc;
-				}
-				ps[n++] = two[i];
-			}
-		}
-	}
+	while (rc == 0 && bbx_reader_next(&r, &rec, NULL) == BBX_READ_OK)
+		rc = collect_rec(c, &rec, NULL, NULL);
+	size_t n = c->n;
 	if (rc == 0)
-		rc = finals(run, batch, ps, n);
-	free(ps);
+		rc = finals(run, batch, c->ps, n);
+	collect_free(c);
+	if (pre)
+		pre_free(pre);
 	if (rc == 0)
 		rc = bbx_run_batch_flush(run, batch);
 	free(batch);
@@ -468,7 +644,6 @@ int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths)
 		}
 	}
 	bbx_writer_gen_mode = gen_mode;
-	bbx_pathmap_free(&m);
 	bbx_reader_close(&r);
 	if (npaths)
 		*npaths = n;

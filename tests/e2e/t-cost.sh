@@ -22,7 +22,14 @@ fi
 # between FILE: the system calls between the markers (signals and exits not counted, nor
 # getrandom: glibc's mkstemp asks it for random bits on 4 to 10 of 100 calls, in the bare
 # run and the journaled one alike, which made the mkstemp case's difference vary by +-6).
-between() { awk '/BBX-COST-BEGIN/ {f = 1; next} /BBX-COST-END/ {f = 0} f' "$1" | grep -v -E '^[0-9]+ +(\+\+\+|---|getrandom\()'; }
+# Nor bbx-run's own (the first process of a journaled run's trace: it reads the journal
+# while the command runs, journal/undo.h); the command's cost is in its own calls.  A call
+# another process interrupted in the trace ("<unfinished ...>", then "<... resumed>") is
+# counted once, by its first line.
+between() {
+	awk 'NR == 1 && /execve\("[^"]*bbx-run"/ {run = $1} /BBX-COST-BEGIN/ {f = 1; next} /BBX-COST-END/ {f = 0} f && $1 != run' "$1" |
+		grep -v -E '^[0-9]+ +(\+\+\+|---|getrandom\(|<\.\.\. [a-z0-9_]+ resumed>)'
+}
 # cost OP: sets EXTRA (system calls added per call, x100) and WRITES (journal writes per
 # call, x100), from one bare and one journaled run in fresh workspaces.
 # XWS: when set, the workspaces are made there instead (another filesystem than the

@@ -12,6 +12,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,6 +312,172 @@ START_TEST(pathmap_grows_and_finds)
 }
 END_TEST
 
+/* The seal's first pass done while the run still writes (bbx_seal_pre_step, as bbx-run
+ * does while it waits for the command): the FINAL records must be exactly one per
+ * touched path, in the order the journal first names them, as when the seal reads the
+ * whole journal itself - here with the prescan having taken all of it in two steps, and
+ * (torn) with damaged bytes after its first step, which it stops at and the seal's
+ * reader resynchronises past. */
+static const char *seal_touched[] = {"CREATE", "PRESERVE", "SIZE", "RMDIR", "RENAME", "META"};
+
+/* The journal's touched paths in first-named order, and its FINAL paths, as one string
+ * each ("a\nb\n"); the offset of the first FINAL. */
+static void seal_lists(const char *jd, char **touched, char **finals, size_t *first_final)
+{
+	char jp[PATH_MAX + 16];
+	snprintf(jp, sizeof jp, "%s/journal", jd);
+	struct bbx_reader r;
+	ck_assert_int_eq(bbx_reader_open(&r, jp), 0);
+	struct bbx_pathmap m = {0};
+	size_t tl = 0, fl = 0, tc = 1 << 20, fc = 1 << 20, off, *slot;
+	char *t = calloc(1, tc), *f = calloc(1, fc);
+	ck_assert(t && f);
+	*first_final = 0;
+	struct bbx_rec rec;
+	while (bbx_reader_next(&r, &rec, &off) == BBX_READ_OK) {
+		const char *ty = bbx_rec_type_name(rec.type);
+		if (!strcmp(ty, "FINAL")) {
+			if (!*first_final)
+				*first_final = off;
+			fl += (size_t)snprintf(f + fl, fc - fl, "%s\n", rec.path);
+			continue;
+		}
+		if (*first_final)
+			continue;
+		int hit = 0;
+		for (size_t i = 0; i < sizeof seal_touched / sizeof *seal_touched; i++)
+			hit |= !strcmp(ty, seal_touched[i]);
+		if (!hit || (rec.type == BBX_REC_CREATE && rec.kind == BBX_KIND_ANON))
+			continue;
+		const char *two[2] = {rec.path, rec.type == BBX_REC_RENAME ? rec.path2 : NULL};
+		for (int i = 0; i < 2; i++)
+			if (two[i] && bbx_pathmap_put(&m, two[i], &slot) == 1)
+				tl += (size_t)snprintf(t + tl, tc - tl, "%s\n", two[i]);
+	}
+	ck_assert_uint_lt(tl, tc - 1);
+	ck_assert_uint_lt(fl, fc - 1);
+	bbx_pathmap_free(&m);
+	bbx_reader_close(&r);
+	*touched = t;
+	*finals = f;
+}
+
+/* n files made in dir (CREATE and its RESULT, as the shim records them). */
+static void make_files(struct bbx_run *run, const char *dir, const char *tag, int n)
+{
+	char p[PATH_MAX + 64], res[4096];
+	struct bbx_pending pend;
+	for (int i = 0; i < n; i++) {
+		snprintf(p, sizeof p, "%s/%s%d", dir, tag, i);
+		ck_assert_int_eq(bbx_cap_open(run, "open", p, O_WRONLY | O_CREAT, 0644, res, &pend), 0);
+		int fd = open(p, O_WRONLY | O_CREAT, 0644);
+		ck_assert_int_ge(fd, 0);
+		bbx_cap_done(run, "open", &pend, fd, 0, fd);
+		close(fd);
+	}
+}
+
+static void seal_prescan(int torn)
+{
+	struct tree t;
+	tree_make(&t, torn ? "pretorn" : "prescan");
+	char a[PATH_MAX + 16], b[PATH_MAX + 16], from[PATH_MAX + 64], to[PATH_MAX + 64];
+	snprintf(a, sizeof a, "%s/a", t.ws);
+	snprintf(b, sizeof b, "%s/b", t.ws);
+	ck_assert_int_eq(mkdir(a, 0755), 0);
+	struct bbx_run run;
+	tree_run(&t, &run);
+	make_files(&run, a, "f", 300);
+	struct bbx_seal_pre *pre = bbx_seal_pre_new(&run, t.jd);
+	cpu_set_t cpus;
+	int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+	if (ncpu < 2) {
+		ck_assert_ptr_null(pre); /* one CPU: no prescan, the seal reads it all */
+	} else {
+		ck_assert_ptr_nonnull(pre);
+		bbx_seal_pre_step(pre);
+		ck_assert_uint_eq(bbx_seal_pre_taken(pre), run.st->end);
+	}
+	size_t taken = pre ? bbx_seal_pre_taken(pre) : 0;
+	if (torn) {
+		/* Bytes of no record, accounted for as a short write's are (writer.c). */
+		char jp[PATH_MAX + 16];
+		snprintf(jp, sizeof jp, "%s/journal", t.jd);
+		int fd = open(jp, O_WRONLY | O_APPEND);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, "BBX1 torn record, not one", 25), 25);
+		close(fd);
+		__atomic_add_fetch(&run.st->end, 25, __ATOMIC_RELEASE);
+	}
+	/* The rest of the run: new files in a new directory, renames and removals of the
+	 * first part's files, with paths named before and not. */
+	struct bbx_pending pend;
+	ck_assert_int_eq(bbx_cap_create(&run, "mkdir", b, BBX_KIND_DIR, 0755, NULL, &pend), 0);
+	ck_assert_int_eq(mkdir(b, 0755), 0);
+	bbx_cap_done(&run, "mkdir", &pend, 0, 0, -1);
+	make_files(&run, b, "g", 200);
+	for (int i = 0; i < 300; i += 7) {
+		snprintf(from, sizeof from, "%s/f%d", a, i);
+		snprintf(to, sizeof to, "%s/r%d", b, i);
+		ck_assert_int_eq(bbx_cap_rename(&run, "rename", from, to, 0), 0);
+		ck_assert_int_eq(rename(from, to), 0);
+		snprintf(from, sizeof from, "%s/f%d", a, i + 1);
+		ck_assert_int_eq(bbx_cap_remove(&run, "unlink", from), 0);
+		ck_assert_int_eq(unlink(from), 0);
+	}
+	if (pre) {
+		/* Clean: all of it taken by the prescan, every record type above through it.
+		 * Torn: it stops at the torn bytes, the seal's reader reads on. */
+		bbx_seal_pre_step(pre);
+		ck_assert_uint_eq(bbx_seal_pre_taken(pre), torn ? taken : run.st->end);
+	}
+	size_t n = 0;
+	ck_assert_int_eq(bbx_seal_run_pre(&run, t.jd, &n, pre), 0);
+	bbx_run_close(&run);
+
+	char *touched, *finals;
+	size_t first_final;
+	seal_lists(t.jd, &touched, &finals, &first_final);
+	ck_assert_uint_gt(first_final, 0);
+	if (pre) {
+		ck_assert_uint_gt(taken, 0);
+		ck_assert_uint_lt(taken, first_final); /* the second part was read after it */
+	}
+	/* Compared whole, named in the message only by their first difference. */
+	size_t d = 0;
+	while (finals[d] && finals[d] == touched[d])
+		d++;
+	ck_assert_msg(!finals[d] && !touched[d], "FINAL and touched paths differ at byte %zu: %.80s / %.80s",
+		      d, finals + d, touched + d);
+	size_t lines = 0;
+	for (const char *c = touched; *c; c++)
+		lines += *c == '\n';
+	ck_assert_uint_eq(lines, n);
+	/* a/f*, b/, b/g*, b/r* (the removed files were named when made) */
+	ck_assert_uint_eq(n, 300 + 1 + 200 + 43);
+	free(touched);
+	free(finals);
+	struct bbx_undo_stats st;
+	struct bbx_undo_opts o = {0};
+	ck_assert_int_eq(bbx_undo_run(t.jd, &o, &st), 0);
+	ck_assert_uint_eq(st.errors, 0);
+	ck_assert_uint_eq(st.conflicts, 0);
+	ck_assert_int_eq(access(b, F_OK), -1);
+	unit_rm_rf(t.tmp);
+}
+
+START_TEST(seal_prescan_finals)
+{
+	seal_prescan(0);
+}
+END_TEST
+
+START_TEST(seal_prescan_torn_between)
+{
+	seal_prescan(1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("undo");
@@ -322,6 +489,8 @@ int main(void)
 	tcase_add_test(tc, undo_excl_without_result);
 	tcase_add_test(tc, path_clean);
 	tcase_add_test(tc, pathmap_grows_and_finds);
+	tcase_add_test(tc, seal_prescan_finals);
+	tcase_add_test(tc, seal_prescan_torn_between);
 	suite_add_tcase(s, tc);
 	return unit_main(s);
 }
