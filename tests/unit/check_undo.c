@@ -366,7 +366,7 @@ static void seal_lists(const char *jd, char **touched, char **finals, size_t *fi
 static void make_files(struct bbx_run *run, const char *dir, const char *tag, int n)
 {
 	char p[PATH_MAX + 64], res[4096];
-	struct bbx_pending pend;
+	struct bbx_pending pend = {0};
 	for (int i = 0; i < n; i++) {
 		snprintf(p, sizeof p, "%s/%s%d", dir, tag, i);
 		ck_assert_int_eq(bbx_cap_open(run, "open", p, O_WRONLY | O_CREAT, 0644, res, &pend), 0);
@@ -411,7 +411,7 @@ static void seal_prescan(int torn)
 	}
 	/* The rest of the run: new files in a new directory, renames and removals of the
 	 * first part's files, with paths named before and not. */
-	struct bbx_pending pend;
+	struct bbx_pending pend = {0};
 	ck_assert_int_eq(bbx_cap_create(&run, "mkdir", b, BBX_KIND_DIR, 0755, NULL, &pend), 0);
 	ck_assert_int_eq(mkdir(b, 0755), 0);
 	bbx_cap_done(&run, "mkdir", &pend, 0, 0, -1);
