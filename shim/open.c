@@ -79,6 +79,23 @@ static inline __attribute__((always_inline)) int devnull_open(const char *path, 
 	return 0;
 }
 
+/* A name ending in '/' names a directory, and an open that writes, truncates or creates
+ * through one fails in the kernel whatever the policy says, changing nothing: EISDIR
+ * (O_CREAT, or write access to a directory), ENOTDIR (anything else there), ENOENT.
+ * Such an open goes to the kernel as it is (O_RDONLY|O_TRUNC with the run's mark, which
+ * bbx-run's seccomp filter asks of it, as below).  The capture below resolves the name into a
+ * directory and a last component, which loses the slash: open("x/", O_CREAT) made a file
+ * "x" (gnulib's configure check "whether open recognizes a trailing slash" answered no,
+ * and its open replacement was compiled into every GNU project built under bbx).  Not
+ * O_TMPFILE, which names its directory by design, nor O_PATH, which writes nothing. */
+static inline __attribute__((always_inline)) int slash_write(const char *path, int flags)
+{
+	if (!path || (flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE)
+		return 0;
+	size_t n = strlen(path);
+	return n && path[n - 1] == '/';
+}
+
 /* The common body.  call() performs the real open with the original arguments. */
 #define OPEN_BODY(opname, dirfd, path, flags, mode, realcall)                              \
 	do {                                                                                \
@@ -109,6 +126,10 @@ static inline __attribute__((always_inline)) int devnull_open(const char *path, 
 		int nfd_;                                                                   \
 		if (devnull_open((path), (flags), &nfd_))                                   \
 			return nfd_;                                                        \
+		if (slash_write((path), (flags)))                                           \
+			return bbx_rdtrunc(flags)                                           \
+				       ? bbx_marked_openat((dirfd), (path), (flags), (mode)) \
+				       : realcall;                                          \
 		if (!bbx_enter(&saved_))                                                    \
 			return realcall;                                                    \
 		int again_ = 0;                                                             \

@@ -26,6 +26,9 @@ TESTS += tests/e2e/t-captured.sh
 # the shim's memory errors in real programs, by valgrind's memcheck under bbx-run
 TESTS += tests/e2e/t-memcheck.sh
 EXTRA_DIST += tests/e2e/t-memcheck.sh
+# a writing open of a name ending in '/' fails under bbx as it does bare
+TESTS += tests/e2e/t-slash.sh
+EXTRA_DIST += tests/e2e/t-slash.sh
 # "> /dev/null" opened the short way, and a /dev/null that is not the null device
 TESTS += tests/e2e/t-devnull.sh
 EXTRA_DIST += tests/e2e/t-devnull.sh

@@ -1,0 +1,109 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# t-slash.sh - a name ending in '/' keeps its meaning under the shim.  A writing open
+# of "x/" fails in the kernel (EISDIR, ENOTDIR, ENOENT) and must fail the same way under
+# bbx: the capture resolves a name into a directory and a last component, and once
+# called the kernel with "x", which made open("x/", O_CREAT) create a file "x".  gnulib's
+# configure check "whether open recognizes a trailing slash" then answered no, and its
+# open replacement was compiled into every GNU project built under bbx (gzip 1.12: one
+# more module, +8 % of the build's CPU).  Every open entry point, with the outcome of
+# each call and the tree after them compared with the same calls made bare; gnulib's
+# check, compiled and run; and bbx-undo's round trip.
+. "$BBX_SRCDIR/tests/e2e/lib.sh"
+plan 5
+
+CW=${BBX_CALLWRAP:?}
+# NAME ARG...: one call each, in a workspace holding a file f, a symlink lnk to it and
+# a directory d.  The last two succeed (O_TMPFILE in d/, O_PATH), the rest must fail.
+cat >"$T_TMP/cases" <<'CASES'
+open nf/ wronly,creat 0644
+open nf/ wronly,creat,excl 0644
+open nf/ rdonly,creat 0644
+open f/ wronly 0
+open f/ wronly,trunc 0
+open f/ rdonly,trunc 0
+open f/ rdwr,creat 0644
+open lnk/ wronly 0
+open d/ wronly 0
+open d/ rdonly,creat 0644
+open64 nf/ wronly,creat 0644
+openat AT_FDCWD nf/ wronly,creat 0644
+openat64 AT_FDCWD f/ wronly,trunc 0
+creat nf/ 0644
+creat64 f/ 0644
+__open_2 f/ wronly
+__open64_2 f/ rdwr
+__openat_2 AT_FDCWD f/ wronly
+__openat64_2 AT_FDCWD lnk/ rdwr
+fopen nf/ w
+fopen64 f/ a
+freopen nf/ w
+freopen64 f/ r+
+open d/ wronly,tmpfile 0600
+open d/ wronly,path 0
+CASES
+setup() { echo data >"$1/f" && ln -s f "$1/lnk" && mkdir "$1/d"; }
+# calls DIR [bbx-run...]: every case in DIR, "NAME ARGS: STATUS MESSAGE" per line
+calls() {
+	local dir=$1
+	shift
+	(cd "$dir" && while read -r line; do
+		# shellcheck disable=SC2086 # the case's words are its arguments
+		out=$("$@" "$CW" $line 2>&1)
+		echo "$line: $? ${out##*: }"
+	done <"$T_TMP/cases")
+}
+a=$(new_ws) b=$(new_ws)
+setup "$a" && setup "$b"
+snap "$b" >"$T_TMP/before"
+calls "$a" >"$T_TMP/bare.out"
+# one run for all the calls, so that a file made by one would change the next's outcome
+cat >"$T_TMP/all.sh" <<EOF2
+while read -r line; do
+	out=\$("$CW" \$line 2>&1)
+	echo "\$line: \$? \${out##*: }"
+done <"$T_TMP/cases"
+EOF2
+(cd "$b" && bbx-run --quiet --journal "$T_TMP/j" -- bash "$T_TMP/all.sh") >"$T_TMP/bbx.out"
+diff "$T_TMP/bare.out" "$T_TMP/bbx.out" >&2
+ok $? "each of $(wc -l <"$T_TMP/cases") writing opens of a name ending in '/' fails (or succeeds) under bbx as it does bare"
+n=$(grep -c ': 0 ' "$T_TMP/bare.out")
+[ "$n" -eq 2 ] && [ "$(grep -c ': 0 ' "$T_TMP/bbx.out")" -eq 2 ]
+ok $? "only O_TMPFILE in d/ and O_PATH succeed ($n bare)"
+# names, types and contents (two workspaces: their times differ)
+tree() { (cd "$1" && find . -printf '%p %y %l\n' | sort && cat f); }
+tree "$a" >"$T_TMP/a.after"
+tree "$b" >"$T_TMP/b.after"
+diff "$T_TMP/a.after" "$T_TMP/b.after" >&2 && ! grep -q '^./nf ' "$T_TMP/b.after"
+ok $? "the calls leave the tree as they leave it bare: no file nf, f unchanged"
+
+# gnulib's check (m4/open-slash.m4), as configure compiles and runs it
+cat >"$T_TMP/openslash.c" <<'C'
+#include <fcntl.h>
+#if HAVE_UNISTD_H
+# include <unistd.h>
+#endif
+int main (void)
+{
+  int result = 0;
+  if (open ("conftest.lnk/", O_RDONLY) != -1)
+    result |= 1;
+  if (open ("conftest.sl/", O_CREAT, 0600) >= 0)
+    result |= 2;
+  return result;
+}
+C
+c=$(new_ws)
+if command -v gcc >/dev/null 2>&1; then
+	(cd "$c" && touch conftest.tmp && ln -s conftest.tmp conftest.lnk &&
+		bbx-run --quiet --journal "$T_TMP/jc" -- sh -c "gcc -o conftest $T_TMP/openslash.c && ./conftest")
+	rc=$?
+	[ $rc -eq 0 ] && [ ! -e "$c/conftest.sl" ]
+	ok $? "gnulib's configure check: open recognizes a trailing slash under bbx (status $rc)"
+else
+	skip "gcc not installed"
+fi
+
+bbx-undo --quiet "$T_TMP/j" && snap "$b" >"$T_TMP/b.undone"
+same_snap "$T_TMP/before" "$T_TMP/b.undone" "bbx-undo leaves the workspace as it was before the calls"
+finish
