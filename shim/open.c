@@ -79,21 +79,23 @@ static inline __attribute__((always_inline)) int devnull_open(const char *path, 
 	return 0;
 }
 
-/* A name ending in '/' names a directory, and an open that writes, truncates or creates
- * through one fails in the kernel whatever the policy says, changing nothing: EISDIR
- * (O_CREAT, or write access to a directory), ENOTDIR (anything else there), ENOENT.
- * Such an open goes to the kernel as it is (O_RDONLY|O_TRUNC with the run's mark, which
- * bbx-run's seccomp filter asks of it, as below).  The capture below resolves the name into a
- * directory and a last component, which loses the slash: open("x/", O_CREAT) made a file
- * "x" (gnulib's configure check "whether open recognizes a trailing slash" answered no,
- * and its open replacement was compiled into every GNU project built under bbx).  Not
+/* A name ending in '/', "." or ".." names a directory, and an open that writes,
+ * truncates or creates through one fails in the kernel whatever the policy says,
+ * changing nothing: EISDIR (O_CREAT, or write access to a directory), ENOTDIR (anything
+ * else there), ENOENT.  Such an open goes to the kernel as it is (O_RDONLY|O_TRUNC with
+ * the run's mark, which bbx-run's seccomp filter asks of it, as below).  The capture
+ * below resolves the name into a directory and a last component, which loses the
+ * slash or the dot: open("x/", O_CREAT) made a file "x", open("f/.", O_WRONLY) opened
+ * f (gnulib's configure check "whether open recognizes a trailing slash" answered no,
+ * and its open replacement was built into GNU projects configured under bbx).  Not
  * O_TMPFILE, which names its directory by design, nor O_PATH, which writes nothing. */
-static inline __attribute__((always_inline)) int slash_write(const char *path, int flags)
+static inline __attribute__((always_inline)) int dir_name_write(const char *path, int flags)
 {
-	if (!path || (flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE)
+	if (!path || !path[0] || (flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE)
 		return 0;
-	size_t n = strlen(path);
-	return n && path[n - 1] == '/';
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	return !b[0] || (b[0] == '.' && (!b[1] || (b[1] == '.' && !b[2])));
 }
 
 /* The common body.  call() performs the real open with the original arguments. */
@@ -126,7 +128,7 @@ static inline __attribute__((always_inline)) int slash_write(const char *path, i
 		int nfd_;                                                                   \
 		if (devnull_open((path), (flags), &nfd_))                                   \
 			return nfd_;                                                        \
-		if (slash_write((path), (flags)))                                           \
+		if (dir_name_write((path), (flags)))                                           \
 			return bbx_rdtrunc(flags)                                           \
 				       ? bbx_marked_openat((dirfd), (path), (flags), (mode)) \
 				       : realcall;                                          \
@@ -275,8 +277,9 @@ static int fmode_flags(const char *m)
 			READ_BODY(opname, path, saved_, FILE *, realcall, fd_ != NULL,      \
 				  fileno(fd_), fclose(fd_), NULL);                          \
 		}                                                                           \
-		if ((flags) < 0 || !may_mutate(flags) || !bbx_enter(&saved_))              \
-			return realcall;                                                    \
+		if ((flags) < 0 || !may_mutate(flags) || dir_name_write((path), (flags)) || \
+		    !bbx_enter(&saved_))                                                    \
+			return realcall; /* a directory's name: fails, changes nothing */  \
 		struct bbx_pending pend_ = {0};                                             \
 		int rc_ = bbx_usable_mut();                                                 \
 		bbx_run_last_seq = 0;                                                       \
@@ -323,7 +326,7 @@ static FILE *do_freopen(const char *op, FILE *(*real)(const char *, const char *
 	int saved;
 	int sfd = stream ? fileno_unlocked(stream) : -1;
 	bbx_fdid_forget(sfd, sfd); /* its descriptor is closed inside libc (fd.c) */
-	if (fl < 0 || !may_mutate(fl) || !bbx_enter(&saved))
+	if (fl < 0 || !may_mutate(fl) || dir_name_write(path, fl) || !bbx_enter(&saved))
 		return real(path, mode, stream);
 	struct bbx_pending pend = {0};
 	int rc = bbx_usable_mut();

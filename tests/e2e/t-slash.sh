@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# t-slash.sh - a name ending in '/' keeps its meaning under the shim.  A writing open
-# of "x/" fails in the kernel (EISDIR, ENOTDIR, ENOENT) and must fail the same way under
-# bbx: the capture resolves a name into a directory and a last component, and once
-# called the kernel with "x", which made open("x/", O_CREAT) create a file "x".  gnulib's
+# t-slash.sh - a name ending in '/', "." or ".." keeps its meaning under the shim.  A
+# writing open of "x/" or "f/." fails in the kernel (EISDIR, ENOTDIR, ENOENT) and must
+# fail the same way under bbx: the capture resolves a name into a directory and a last
+# component, and once called the kernel with "x", which made open("x/", O_CREAT) create
+# a file "x" and open("f/.", O_WRONLY) open the file f.  gnulib's
 # configure check "whether open recognizes a trailing slash" then answered no, and its
 # open replacement was compiled into every GNU project built under bbx (gzip 1.12: one
 # more module, +8 % of the build's CPU).  Every open entry point, with the outcome of
@@ -39,6 +40,16 @@ fopen nf/ w
 fopen64 f/ a
 freopen nf/ w
 freopen64 f/ r+
+open f/. wronly 0
+open f/.. wronly 0
+open d/. wronly 0
+open d/.. rdwr,creat 0644
+open nf/. wronly,creat 0644
+open . wronly 0
+open .. rdonly,trunc 0
+openat AT_FDCWD f/. rdwr 0
+fopen f/. w
+freopen64 d/. a
 open d/ wronly,tmpfile 0600
 open d/ wronly,path 0
 CASES
@@ -66,7 +77,7 @@ done <"$T_TMP/cases"
 EOF2
 (cd "$b" && bbx-run --quiet --journal "$T_TMP/j" -- bash "$T_TMP/all.sh") >"$T_TMP/bbx.out"
 diff "$T_TMP/bare.out" "$T_TMP/bbx.out" >&2
-ok $? "each of $(wc -l <"$T_TMP/cases") writing opens of a name ending in '/' fails (or succeeds) under bbx as it does bare"
+ok $? "each of $(wc -l <"$T_TMP/cases") writing opens of a name ending in '/', '.' or '..' fails (or succeeds) under bbx as it does bare"
 n=$(grep -c ': 0 ' "$T_TMP/bare.out")
 [ "$n" -eq 2 ] && [ "$(grep -c ': 0 ' "$T_TMP/bbx.out")" -eq 2 ]
 ok $? "only O_TMPFILE in d/ and O_PATH succeed ($n bare)"
