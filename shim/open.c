@@ -79,10 +79,10 @@ static inline __attribute__((always_inline)) int devnull_open(const char *path, 
 	return 0;
 }
 
-/* A name ending in '/', "." or ".." names a directory, and an open that writes,
- * truncates or creates through one fails in the kernel whatever the policy says,
- * changing nothing: EISDIR (O_CREAT, or write access to a directory), ENOTDIR (anything
- * else there), ENOENT.  Such an open goes to the kernel as it is (O_RDONLY|O_TRUNC with
+/* A name ending in '/', "." or ".." names a directory, and an empty one nothing: an
+ * open that writes, truncates or creates through one fails in the kernel whatever the
+ * policy says, changing nothing: EISDIR (O_CREAT, or write access to a directory),
+ * ENOTDIR (anything else there), ENOENT.  Such an open goes to the kernel as it is (O_RDONLY|O_TRUNC with
  * the run's mark, which bbx-run's seccomp filter asks of it, as below).  The capture
  * below resolves the name into a directory and a last component, which loses the
  * slash or the dot: open("x/", O_CREAT) made a file "x", open("f/.", O_WRONLY) opened
@@ -91,7 +91,11 @@ static inline __attribute__((always_inline)) int devnull_open(const char *path, 
  * O_TMPFILE, which names its directory by design, nor O_PATH, which writes nothing. */
 static inline __attribute__((always_inline)) int dir_name_write(const char *path, int flags)
 {
-	if (!path || !path[0] || (flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE)
+	if (!path)
+		return 0;
+	if (!path[0])
+		return 1; /* ENOENT, where the capture would open the working directory */
+	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE)
 		return 0;
 	const char *b = strrchr(path, '/');
 	b = b ? b + 1 : path;

@@ -50,17 +50,17 @@ open .. rdonly,trunc 0
 openat AT_FDCWD f/. rdwr 0
 fopen f/. w
 freopen64 d/. a
+creat '' 0644
+openat AT_FDCWD '' wronly,creat 0644
 open d/ wronly,tmpfile 0600
 open d/ wronly,path 0
 CASES
 setup() { echo data >"$1/f" && ln -s f "$1/lnk" && mkdir "$1/d"; }
-# calls DIR [bbx-run...]: every case in DIR, "NAME ARGS: STATUS MESSAGE" per line
+# calls DIR: every case in DIR, "NAME ARGS: STATUS MESSAGE" per line
 calls() {
-	local dir=$1
-	shift
-	(cd "$dir" && while read -r line; do
-		# shellcheck disable=SC2086 # the case's words are its arguments
-		out=$("$@" "$CW" $line 2>&1)
+	(cd "$1" && while read -r line; do
+		eval "set -- $line" # the case's words, '' an empty name
+		out=$("$CW" "$@" 2>&1)
 		echo "$line: $? ${out##*: }"
 	done <"$T_TMP/cases")
 }
@@ -71,7 +71,8 @@ calls "$a" >"$T_TMP/bare.out"
 # one run for all the calls, so that a file made by one would change the next's outcome
 cat >"$T_TMP/all.sh" <<EOF2
 while read -r line; do
-	out=\$("$CW" \$line 2>&1)
+	eval "set -- \$line"
+	out=\$("$CW" "\$@" 2>&1)
 	echo "\$line: \$? \${out##*: }"
 done <"$T_TMP/cases"
 EOF2
