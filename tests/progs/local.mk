@@ -29,3 +29,6 @@ tests_progs_readloop_SOURCES = tests/progs/readloop.c
 # tmpchurn DIR N: N temporary files made and removed (t-captured.sh).
 check_PROGRAMS += tests/progs/tmpchurn
 tests_progs_tmpchurn_SOURCES = tests/progs/tmpchurn.c
+# pathcases DIR: 163 mutating calls on awkward names and the tree they leave (t-slash.sh)
+check_PROGRAMS += tests/progs/pathcases
+tests_progs_pathcases_SOURCES = tests/progs/pathcases.c
