@@ -874,11 +874,26 @@ int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode)
 		/* The name was found absent or not a symlink when the decision was taken (a
 		 * symlink is decided on through its target, held as the object itself): one
 		 * put there since is not followed out of what was decided.  (O_EXCL never
-		 * follows anyway.) */
-		if (!(flags & O_EXCL))
-			flags |= O_NOFOLLOW;
-		r = bbx_rdtrunc(flags) ? bbx_marked_openat(fd, name, flags, mode)
-				       : BBX_REAL(openat)(fd, name, flags, mode);
+		 * follows anyway.)  By openat2's RESOLVE_NO_SYMLINKS where the name is one
+		 * component, not by O_NOFOLLOW: the descriptor keeps the flags the program
+		 * asked for (fcntl's F_GETFL reported O_NOFOLLOW on every file a program
+		 * created under bbx); O_NOFOLLOW where openat2 refuses the flags. */
+		r = -1;
+		errno = EINVAL;
+		if (!(flags & O_EXCL) && !strchr(name, '/')) {
+			int creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+			struct open_how how = {.flags = (uint64_t)(unsigned)flags,
+					       .mode = creates ? (uint64_t)(mode & 07777) : 0,
+					       .resolve = RESOLVE_NO_SYMLINKS};
+			r = (int)BBX_REAL(syscall)(SYS_openat2, fd, name, &how, sizeof how,
+						   bbx_mark());
+		}
+		if (r < 0 && (errno == EINVAL || errno == E2BIG || errno == ENOSYS)) {
+			if (!(flags & O_EXCL))
+				flags |= O_NOFOLLOW;
+			r = bbx_rdtrunc(flags) ? bbx_marked_openat(fd, name, flags, mode)
+					       : BBX_REAL(openat)(fd, name, flags, mode);
+		}
 	} else {
 		char self[40];
 		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);

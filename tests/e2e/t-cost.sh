@@ -352,7 +352,7 @@ ok $? "posix_spawn in the spawner: two journal writes a spawn, the EXEC and the 
 w=$(new_ws)
 echo old >"$w/e"
 SUB='( echo x > f1 ); ( echo y > f2 ); ( exec 3>e; echo q >&3 )'
-(cd "$w" && LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T_TMP/ldb" strace -f -e trace=madvise,openat,clone,clone3 -o "$T_TMP/sub.st" bbx-run --quiet --journal "$T_TMP/j.sub" -- bash -c "$SUB")
+(cd "$w" && LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T_TMP/ldb" strace -f -e trace=madvise,openat,openat2,clone,clone3 -o "$T_TMP/sub.st" bbx-run --quiet --journal "$T_TMP/j.sub" -- bash -c "$SUB")
 read -r nkid nbind npop nhead < <(python3 - "$T_TMP" <<'EOF2'
 import glob, re, sys
 t = sys.argv[1]
@@ -368,7 +368,8 @@ for line in open(t + "/sub.st"):
     if r:
         kids.add(r.group(1))
         parent[r.group(1)] = pid
-    if call.startswith("openat(") and "O_CREAT" in call and '"/' not in call:
+    # the create, by openat2 relative to the checked directory (or openat without it)
+    if call.startswith(("openat(", "openat2(")) and "O_CREAT" in call and '"/' not in call:
         created.add(pid)
     if call.startswith("openat(") and '/state"' in call:
         opened.add(pid)  # its next one-page madvise is the state's head, at map time

@@ -11,7 +11,7 @@
 # calls made bare; gnulib's check, compiled and run; 163 mutating calls on awkward names
 # (tests/progs/pathcases) bare and under bbx; and bbx-undo's round trips.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 7
+plan 8
 
 CW=${BBX_CALLWRAP:?}
 # NAME ARG...: one call each, in a workspace holding a file f, a symlink lnk to it and
@@ -127,6 +127,25 @@ ok $? "$(grep -c ' = ' "$T_TMP/pc.bare") calls on awkward names: the same outcom
 bbx-undo --quiet "$T_TMP/jp"
 [ -z "$(ls -A "$q")" ]
 ok $? "bbx-undo of those calls leaves their workspace empty, as it was"
+
+# The flags a descriptor reports (fcntl F_GETFL) are the ones the program asked for:
+# the capture opens a new name relative to its checked directory without following a
+# symlink put there since, by openat2's RESOLVE_NO_SYMLINKS, not O_NOFOLLOW, which the
+# descriptor would carry.
+cat >"$T_TMP/fl.py" <<'PY'
+import fcntl, os
+for name, fl in (("new", os.O_WRONLY | os.O_CREAT), ("old", os.O_WRONLY | os.O_TRUNC),
+                 ("old", os.O_RDWR | os.O_APPEND), ("new2", os.O_RDWR | os.O_CREAT | os.O_EXCL)):
+    fd = os.open(name, fl, 0o644)
+    print(name, hex(fcntl.fcntl(fd, fcntl.F_GETFL)), os.lseek(fd, 0, os.SEEK_CUR))
+    os.close(fd)
+PY
+f1=$(new_ws) f2=$(new_ws)
+echo old >"$f1/old" && echo old >"$f2/old"
+(cd "$f1" && python3 "$T_TMP/fl.py") >"$T_TMP/fl.bare"
+(cd "$f2" && bbx-run --quiet --journal "$T_TMP/jf" -- python3 "$T_TMP/fl.py") >"$T_TMP/fl.bbx"
+diff "$T_TMP/fl.bare" "$T_TMP/fl.bbx" >&2 && [ -s "$T_TMP/fl.bare" ]
+ok $? "descriptors report the flags the program asked for, bare and under bbx ($(tr '\n' ' ' <"$T_TMP/fl.bare"))"
 
 bbx-undo --quiet "$T_TMP/j" && snap "$b" >"$T_TMP/b.undone"
 same_snap "$T_TMP/before" "$T_TMP/b.undone" "bbx-undo leaves the workspace as it was before the calls"
