@@ -1110,7 +1110,7 @@ static int preserve_content(struct bbx_run *run, const char *op, const char *pat
 		/* Read through a fresh descriptor: the caller's may be write-only. */
 		if (fd >= 0) {
 			char fdp[64];
-			snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+			bbx_fd_path(fdp, sizeof fdp, fd);
 			src = open(fdp, O_RDONLY | O_CLOEXEC);
 		} else {
 			src = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);

@@ -9,6 +9,7 @@
  */
 #include "capture.h"
 #include "hot.h"
+#include "str.h"
 #include "sys.h"
 
 #include <errno.h>
@@ -22,7 +23,7 @@
 int bbx_path_fd(int fd, char *out, size_t cap)
 {
 	char p[64];
-	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	bbx_fd_path(p, sizeof p, fd);
 	ssize_t n = readlink(p, out, cap - 1);
 	if (n < 0)
 		return -errno;

@@ -561,7 +561,7 @@ BBX_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 		return BBX_REAL(fexecve)(fd, argv, envp);
 	char exe[PATH_MAX];
 	if (bbx_path_fd(fd, exe, PATH_MAX))
-		snprintf(exe, PATH_MAX, "/proc/self/fd/%d", fd);
+		bbx_fd_path(exe, PATH_MAX, fd);
 	long seq = record_exec("fexecve", exe, argv, envp);
 	if (seq < 0)
 		return bbx_refuse((int)seq);

@@ -896,7 +896,7 @@ int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode)
 		}
 	} else {
 		char self[40];
-		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+		bbx_fd_path(self, sizeof self, fd);
 		r = bbx_rdtrunc(flags) ? bbx_marked_openat(AT_FDCWD, self, flags, mode)
 				       : BBX_REAL(open)(self, flags, mode);
 	}

@@ -1578,6 +1578,16 @@ START_TEST(test_str_as_snprintf)
 				ck_assert_mem_eq(want, got, sizeof got);
 			}
 		}
+	/* a descriptor's name, "/proc/self/fd/%d" */
+	const int fds[] = {0, 7, 48, 1000, 1234567, INT_MAX, -1, -100, INT_MIN};
+	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+		for (size_t cap = 0; cap < 40; cap++) {
+			char want[40] = "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~", got[40];
+			memcpy(got, want, sizeof got);
+			int a = snprintf(want, cap, "/proc/self/fd/%d", fds[i]);
+			ck_assert_int_eq(bbx_fd_path(got, cap, fds[i]), a);
+			ck_assert_mem_eq(want, got, sizeof got);
+		}
 	/* the preserved copies' names, "%02x/%llu" and "%s/objects/%02x/%llu" */
 	const uint64_t seqs[] = {0, 1, 9, 10, 255, 256, 123456789, UINT64_MAX};
 	struct bbx_run r = {0};
