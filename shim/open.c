@@ -82,13 +82,14 @@ static inline __attribute__((always_inline)) int devnull_open(const char *path, 
 /* A name ending in '/', "." or ".." names a directory, and an empty one nothing: an
  * open that writes, truncates or creates through one fails in the kernel whatever the
  * policy says, changing nothing: EISDIR (O_CREAT, or write access to a directory),
- * ENOTDIR (anything else there), ENOENT.  Such an open goes to the kernel as it is (O_RDONLY|O_TRUNC with
- * the run's mark, which bbx-run's seccomp filter asks of it, as below).  The capture
- * below resolves the name into a directory and a last component, which loses the
- * slash or the dot: open("x/", O_CREAT) made a file "x", open("f/.", O_WRONLY) opened
- * f (gnulib's configure check "whether open recognizes a trailing slash" answered no,
- * and its open replacement was built into GNU projects configured under bbx).  Not
- * O_TMPFILE, which names its directory by design, nor O_PATH, which writes nothing. */
+ * ENOTDIR (anything else there), ENOENT.  Such an open goes to the kernel as it is
+ * (O_RDONLY|O_TRUNC with the run's mark, which bbx-run's seccomp filter asks of it, as
+ * below).  The capture below resolves the name into a directory and a last component,
+ * which loses the slash or the dot: open("x/", O_CREAT) made a file "x", open("f/.",
+ * O_WRONLY) opened f (gnulib's configure check "whether open recognizes a trailing
+ * slash" answered no, and its open replacement was built into GNU projects configured
+ * under bbx).  Not O_TMPFILE, which names its directory by design, nor O_PATH, which
+ * writes nothing. */
 static inline __attribute__((always_inline)) int dir_name_write(const char *path, int flags)
 {
 	if (!path)
@@ -132,7 +133,7 @@ static inline __attribute__((always_inline)) int dir_name_write(const char *path
 		int nfd_;                                                                   \
 		if (devnull_open((path), (flags), &nfd_))                                   \
 			return nfd_;                                                        \
-		if (dir_name_write((path), (flags)))                                           \
+		if (dir_name_write((path), (flags)))                                        \
 			return bbx_rdtrunc(flags)                                           \
 				       ? bbx_marked_openat((dirfd), (path), (flags), (mode)) \
 				       : realcall;                                          \

@@ -16,10 +16,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -328,7 +328,8 @@ int main(int argc, char **argv)
 
 	unsetenv("LD_PRELOAD");
 	size_t npaths = 0;
-	if ((rc = opened ? bbx_seal_run_pre(&run, dir, &npaths, prescan) : bbx_seal(dir, &npaths)))
+	if ((rc = opened ? bbx_seal_run_pre(&run, dir, &npaths, prescan)
+			 : bbx_seal(dir, &npaths)))
 		warnx("sealing %s: %s (undo still works; conflict detection does not)", dir,
 		      strerror(-rc));
 	if (opened)
