@@ -844,56 +844,44 @@ int bbx_pol_take(char *name, size_t cap)
 	return fd;
 }
 
-/* BBX_POL_BYPATH: the canonical words decided on, walked without following any symlink
- * (shim.h).  The mark lets it through bbx-run's seccomp filter (tools/sandbox.c).
- * openat2 refuses what open(2) would ignore (unknown flag bits, a mode without O_CREAT):
- * then, and where there is no openat2, the words are opened as open(2) would, with the
- * last component not followed - the check-then-use window of the calls that act on a
- * path (unlink, rename), which the proof just made keeps to microseconds. */
-static int open_words(const char *path, int flags, mode_t mode)
+/* path opened relative to dirfd without following a symlink on the way: openat2's
+ * RESOLVE_NO_SYMLINKS (try2), with the mark that lets it through bbx-run's seccomp
+ * filter (tools/sandbox.c), so that the descriptor keeps the flags the program asked
+ * for.  openat2 refuses what open(2) would ignore (unknown flag bits, a mode without
+ * O_CREAT): then, where there is no openat2, or without try2, the last component
+ * alone is not followed (O_NOFOLLOW, which fcntl's F_GETFL then reports). */
+static int open_nofollow(int dirfd, const char *path, int flags, mode_t mode, int try2)
 {
-	int creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
-	struct open_how how = {.flags = (uint64_t)(unsigned)flags,
-			       .mode = creates ? (uint64_t)(mode & 07777) : 0,
-			       .resolve = RESOLVE_NO_SYMLINKS};
-	long r = BBX_REAL(syscall)(SYS_openat2, AT_FDCWD, path, &how, sizeof how, bbx_mark());
-	if (r >= 0 || (errno != EINVAL && errno != E2BIG && errno != ENOSYS))
-		return (int)r;
+	if (try2) {
+		int creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+		struct open_how how = {.flags = (uint64_t)(unsigned)flags,
+				       .mode = creates ? (uint64_t)(mode & 07777) : 0,
+				       .resolve = RESOLVE_NO_SYMLINKS};
+		long r = BBX_REAL(syscall)(SYS_openat2, dirfd, path, &how, sizeof how, bbx_mark());
+		if (r >= 0 || (errno != EINVAL && errno != E2BIG && errno != ENOSYS))
+			return (int)r;
+	}
 	if (!(flags & O_EXCL))
 		flags |= O_NOFOLLOW;
-	return bbx_rdtrunc(flags) ? bbx_marked_openat(AT_FDCWD, path, flags, mode)
-				  : BBX_REAL(openat)(AT_FDCWD, path, flags, mode);
+	return bbx_rdtrunc(flags) ? bbx_marked_openat(dirfd, path, flags, mode)
+				  : BBX_REAL(openat)(dirfd, path, flags, mode);
 }
 
 int bbx_pol_openat(int fd, const char *name, int flags, mode_t mode)
 {
 	int r;
+	/* BBX_POL_BYPATH: the canonical words decided on, walked without following any
+	 * symlink (shim.h); without openat2, the check-then-use window of the calls that
+	 * act on a path (unlink, rename), which the proof just made keeps to microseconds. */
 	if (fd == BBX_POL_BYPATH)
-		return open_words(name, flags, mode);
+		return open_nofollow(AT_FDCWD, name, flags, mode, 1);
 	if (name[0]) {
 		/* The name was found absent or not a symlink when the decision was taken (a
 		 * symlink is decided on through its target, held as the object itself): one
 		 * put there since is not followed out of what was decided.  (O_EXCL never
-		 * follows anyway.)  By openat2's RESOLVE_NO_SYMLINKS where the name is one
-		 * component, not by O_NOFOLLOW: the descriptor keeps the flags the program
-		 * asked for (fcntl's F_GETFL reported O_NOFOLLOW on every file a program
-		 * created under bbx); O_NOFOLLOW where openat2 refuses the flags. */
-		r = -1;
-		errno = EINVAL;
-		if (!(flags & O_EXCL) && !strchr(name, '/')) {
-			int creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
-			struct open_how how = {.flags = (uint64_t)(unsigned)flags,
-					       .mode = creates ? (uint64_t)(mode & 07777) : 0,
-					       .resolve = RESOLVE_NO_SYMLINKS};
-			r = (int)BBX_REAL(syscall)(SYS_openat2, fd, name, &how, sizeof how,
-						   bbx_mark());
-		}
-		if (r < 0 && (errno == EINVAL || errno == E2BIG || errno == ENOSYS)) {
-			if (!(flags & O_EXCL))
-				flags |= O_NOFOLLOW;
-			r = bbx_rdtrunc(flags) ? bbx_marked_openat(fd, name, flags, mode)
-					       : BBX_REAL(openat)(fd, name, flags, mode);
-		}
+		 * follows anyway.)  openat2 where the name is one component (fcntl's F_GETFL
+		 * reported O_NOFOLLOW on every file a program created under bbx). */
+		r = open_nofollow(fd, name, flags, mode, !(flags & O_EXCL) && !strchr(name, '/'));
 	} else {
 		char self[40];
 		bbx_fd_path(self, sizeof self, fd);
