@@ -5,7 +5,7 @@ bench_micro_SOURCES = bench/micro.c
 CLEANFILES += bench/micro$(EXEEXT)
 EXTRA_DIST += bench/lib.sh bench/compile.sh bench/spawn.sh bench/churn.sh bench/edit.sh \
 	bench/npm.sh bench/micro.sh bench/scale.sh bench/transaction.sh bench/more.sh \
-	bench/seal.sh bench/sealtime.c bench/count.sh
+	bench/seal.sh bench/sealtime.c bench/sealtail.sh bench/count.sh
 # The quick set (1 round each, small sizes); the full set: see README "Performance".
 BENCH_ENV = BBX_BUILDDIR='$(abs_top_builddir)' BENCH_ROUNDS=$${BENCH_ROUNDS:-1}
 bench: all bench/micro$(EXEEXT)
