@@ -10,13 +10,13 @@
 # mtime), and bbx-undo, which compares FINAL with what it finds, must restore the tree
 # with no conflict.  The thread counts depend on the tree only, not on timing.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 12
-# st FILE CMD...: CMD under strace, its clone calls (bbx-run's own) into FILE; CMD
-# alone, with FILE empty, when strace is not installed.
+plan 13
+# st FILE CMD...: CMD under strace, its clones, opens, preads and waits (bbx-run's own)
+# into FILE; CMD alone, with FILE empty, when strace is not installed.
 st() {
 	local f=$1
 	shift
-	if command -v strace >/dev/null 2>&1; then strace -o "$f" -e trace=clone,clone3 "$@"; else : >"$f"; "$@"; fi
+	if command -v strace >/dev/null 2>&1; then strace -o "$f" -e trace=clone,clone3,openat,pread64,wait4 "$@"; else : >"$f"; "$@"; fi
 }
 # threads_are N DESC: the CLONE_THREAD calls in FILE are N (skipped without strace).
 threads_are() {
@@ -46,6 +46,24 @@ if [ "$(nproc)" -gt 1 ]; then
 	threads_are "$T_TMP/run.st" 1 "with $(nproc) CPUs the seal shares its first block with a helper thread"
 else
 	threads_are "$T_TMP/run.st" 0 "with one CPU the seal makes no thread"
+fi
+
+# While the command ran (over a second: 9,200 creations), bbx-run read the journal ahead
+# of the seal (journal/undo.h, bbx_seal_pre_step): preads of the journal before its wait
+# for the command returned.  Only with a second CPU.
+if ! command -v strace >/dev/null 2>&1; then
+	skip "strace not installed"
+else
+	# the journal opened read-only, then preads of that descriptor before the wait4
+	ahead=$(awk '/^openat\(.*\/journal", O_RDONLY/ {fd = $NF} /^wait4\(/ {exit}
+		fd != "" && index($0, "pread64(" fd ",") == 1 {n++} END {print n + 0}' "$T_TMP/run.st")
+	if [ "$(nproc)" -gt 1 ]; then
+		[ "$ahead" -gt 0 ]
+		ok $? "with $(nproc) CPUs bbx-run read the journal while the command ran ($ahead preads)"
+	else
+		[ "$ahead" -eq 0 ]
+		ok $? "with one CPU bbx-run read nothing ahead"
+	fi
 fi
 
 bbx-log --json "$T_TMP/j" >"$T_TMP/j.json"
