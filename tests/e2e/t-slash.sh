@@ -9,9 +9,10 @@
 # bbx built its open replacement (gzip 1.12: lib/open.o).  Here: every open entry point
 # with such names, each call's outcome and the tree after them compared with the same
 # calls made bare; gnulib's check, compiled and run; 163 mutating calls on awkward names
-# (tests/progs/pathcases) bare and under bbx; and bbx-undo's round trips.
+# (tests/progs/pathcases) bare and under bbx; a script of real programs' operations,
+# bare and under bbx, by the trees they leave; and bbx-undo's round trips.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 8
+plan 9
 
 CW=${BBX_CALLWRAP:?}
 # NAME ARG...: one call each, in a workspace holding a file f, a symlink lnk to it and
@@ -146,6 +147,63 @@ echo old >"$f1/old" && echo old >"$f2/old"
 (cd "$f2" && bbx-run --quiet --journal "$T_TMP/jf" -- python3 "$T_TMP/fl.py") >"$T_TMP/fl.bbx"
 diff "$T_TMP/fl.bare" "$T_TMP/fl.bbx" >&2 && [ -s "$T_TMP/fl.bare" ]
 ok $? "descriptors report the flags the program asked for, bare and under bbx ($(tr '\n' ' ' <"$T_TMP/fl.bare"))"
+
+# Real programs: a script of coreutils, tar, gzip, python3's shutil and git operations
+# (links of every kind, fifos, installs, in-place edits, splits, renames with spaces and
+# non-ASCII names) leaves the same tree under bbx as bare: names, types, modes, link
+# counts, sizes, contents and symlink targets (the workspace's own name taken out;
+# times and git's internals, which carry times, left out).
+cat >"$T_TMP/ops.sh" <<'OPS'
+set +e
+mkdir -p a/b/c d; echo one > a/f; echo two > a/b/g; printf 'x%.0s' $(seq 5000) > big
+ln -s f a/lf; ln -s ../a d/la; ln a/f d/hard; mkfifo d/fifo
+cp -a a e; cp -r a/ e2/; cp -l a/f e/hl; cp --preserve=all a/b/g d/; cp -s "$PWD/a/f" d/sym
+mv a/b/g a/b/c/; mv d/la d/la2; mv e2 a/b/c/; install -D -m 0640 a/f i/j/k/f; install -d -m 0700 i/m
+ln -sf f a/lf2; ln -sfn a d/la2; ln -f a/f d/hard2; touch -d '2001-02-03 04:05:06' a/f; touch -h -d '2002-01-01' a/lf
+chmod -R g+w a; chmod 0600 d/hard; chown -R 0:0 e; truncate -s 100 big; truncate -s 10 a/b/c/g
+sed -i 's/one/uno/' a/f; sed -i.bak 's/x/y/g' big; echo more >> a/f; : > d/sym; tee -a a/b/c/g <<< tee >/dev/null
+rm -f d/hard2 a/lf2; rm -rf e2 a/b/c/e2; rmdir i/m; unlink d/fifo; rm -r e/b
+split -b 1000 big part.; csplit -s -f cs big 2 2>/dev/null; sort -o sorted a/f; dd if=big of=dd.out bs=7 count=3 2>/dev/null
+mkdir -p "sp ace/é"; echo u > "sp ace/é/ü"; mv "sp ace" "space"; ln -s "space/é/ü" uu; cp -P uu uu2; cp -L uu uu3
+tar -cf t.tar a d; mkdir x; tar -xf t.tar -C x; tar -xf t.tar -C x --overwrite; gzip -k big; gunzip -c big.gz > big2; rm big.gz
+find . -name '*.bak' -delete; find x -type l -exec rm {} +; mktemp -p . tmp.XXXX >/dev/null; mktemp -d -p . dtmp.XXXX >/dev/null
+python3 -c "
+import os, shutil
+shutil.copytree('a', 'py/a', symlinks=True); os.replace('py/a/f', 'py/f'); os.rename('py/a', 'py/b')
+with open('py/new', 'x') as f: f.write('n')
+os.truncate('py/new', 0); shutil.rmtree('py/b'); os.symlink('new', 'py/ln'); os.link('py/new', 'py/hl'); os.unlink('py/new')
+"
+{ echo x >nf2/; } 2>&1 | sed 's/^.*: //'; python3 -c "open('nf3/', 'w')" 2>&1 | tail -1
+git init -q g 2>/dev/null; cp a/f g/; (cd g && git add f && git -c user.email=a@b -c user.name=n commit -qm m && git mv f f2 && git -c user.email=a@b -c user.name=n commit -qm m2 && git checkout -q HEAD~1 && git gc -q)
+OPS
+cat >"$T_TMP/tree.py" <<'PY'
+import hashlib, os, stat, sys
+root = sys.argv[1]
+for dp, dns, fns in sorted(os.walk(root)):
+    dns.sort()
+    for n in sorted(dns + fns):
+        p = os.path.join(dp, n)
+        r = os.path.relpath(p, root)
+        if r == "g/.git" or r.startswith("g/.git/"):
+            continue
+        st = os.lstat(p)
+        extra = ""
+        if stat.S_ISLNK(st.st_mode):
+            extra = os.readlink(p).replace(root, "WS")
+        elif stat.S_ISREG(st.st_mode) and r != "t.tar":  # tar keeps times
+            extra = hashlib.sha256(open(p, "rb").read()).hexdigest()[:16]
+        if r.startswith(("tmp.", "dtmp.")):
+            r = r.split(".")[0] + ".XXXX"
+        print(r, oct(st.st_mode), st.st_nlink, "" if stat.S_ISDIR(st.st_mode) else st.st_size, extra)
+PY
+o1=$(new_ws) o2=$(new_ws)
+(cd "$o1" && bash "$T_TMP/ops.sh") >"$T_TMP/ops.bare" 2>&1
+(cd "$o2" && bbx-run --quiet --journal "$T_TMP/jo" -- bash "$T_TMP/ops.sh") >"$T_TMP/ops.bbx" 2>&1
+python3 "$T_TMP/tree.py" "$o1" >"$T_TMP/tree.bare"
+python3 "$T_TMP/tree.py" "$o2" >"$T_TMP/tree.bbx"
+diff "$T_TMP/ops.bare" "$T_TMP/ops.bbx" >&2 && diff "$T_TMP/tree.bare" "$T_TMP/tree.bbx" >&2 &&
+	[ "$(wc -l <"$T_TMP/tree.bare")" -gt 40 ] && grep -q "^py/hl " "$T_TMP/tree.bare" && grep -q "^x/d/hard " "$T_TMP/tree.bare"
+ok $? "coreutils, tar, gzip, python3 and git leave the same tree under bbx as bare ($(wc -l <"$T_TMP/tree.bare") entries)"
 
 bbx-undo --quiet "$T_TMP/j" && snap "$b" >"$T_TMP/b.undone"
 same_snap "$T_TMP/before" "$T_TMP/b.undone" "bbx-undo leaves the workspace as it was before the calls"
