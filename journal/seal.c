@@ -382,7 +382,7 @@ int bbx_seal(const char *dir, size_t *npaths)
 	int rc = bbx_run_open(&run, dir);
 	if (rc)
 		return rc;
-	rc = bbx_seal_run(&run, dir, npaths);
+	rc = bbx_seal_run(&run, dir, npaths, NULL);
 	bbx_run_close(&run);
 	return rc;
 }
@@ -569,13 +569,8 @@ static void pre_free(struct bbx_seal_pre *p)
 	free(p);
 }
 
-int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths)
-{
-	return bbx_seal_run_pre(run, dir, npaths, NULL);
-}
-
-int bbx_seal_run_pre(struct bbx_run *run, const char *dir, size_t *npaths,
-		     struct bbx_seal_pre *pre)
+int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths,
+		 struct bbx_seal_pre *pre)
 {
 	if (pre && pre->failed) {
 		pre_free(pre);

@@ -74,16 +74,18 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
  * touched, then a SEAL with the count.  Returns 0 or -errno; *npaths gets the count. */
 int bbx_seal(const char *dir, size_t *npaths);
 struct bbx_run;
+struct bbx_seal_pre;
 /* The same through a run the caller has open on dir (bbx-run, after the command's EXIT
- * record): one opening of the run less. */
-int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths);
+ * record): one opening of the run less.  With pre (else NULL), after that prescan,
+ * reading the journal from where it got to; pre is freed whatever the outcome. */
+int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths,
+		 struct bbx_seal_pre *pre);
 
 /* The seal's first pass, done while the command still runs (bbx-run, between its
  * waits for the command): the journal read as far as the writers have accounted for
- * whole records (the state's end), and the paths those records name collected.
- * bbx_seal_run_pre reads on from where it got to; the FINAL records are the ones
- * bbx_seal_run writes.  Worth it only with a CPU the command leaves free. */
-struct bbx_seal_pre;
+ * whole records (the state's end), and the paths those records name collected; the
+ * FINAL records bbx_seal_run writes after it are the ones it would write without.
+ * Worth it only with a CPU the command leaves free. */
 /* A prescan of run (open on dir), or NULL: one CPU, no memory, the journal unreadable. */
 struct bbx_seal_pre *bbx_seal_pre_new(struct bbx_run *run, const char *dir);
 /* Reads what has been written since the last step.  It stops for good at a record
@@ -91,8 +93,5 @@ struct bbx_seal_pre *bbx_seal_pre_new(struct bbx_run *run, const char *dir);
 void bbx_seal_pre_step(struct bbx_seal_pre *pre);
 /* The journal bytes taken so far: whole records from the start. */
 size_t bbx_seal_pre_taken(const struct bbx_seal_pre *pre);
-/* bbx_seal_run after the prescan pre (NULL: none); frees pre whatever the outcome. */
-int bbx_seal_run_pre(struct bbx_run *run, const char *dir, size_t *npaths,
-		     struct bbx_seal_pre *pre);
 
 #endif

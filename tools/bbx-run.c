@@ -328,7 +328,7 @@ int main(int argc, char **argv)
 
 	unsetenv("LD_PRELOAD");
 	size_t npaths = 0;
-	if ((rc = opened ? bbx_seal_run_pre(&run, dir, &npaths, prescan)
+	if ((rc = opened ? bbx_seal_run(&run, dir, &npaths, prescan)
 			 : bbx_seal(dir, &npaths)))
 		warnx("sealing %s: %s (undo still works; conflict detection does not)", dir,
 		      strerror(-rc));

@@ -432,7 +432,7 @@ static void seal_prescan(int torn)
 		ck_assert_uint_eq(bbx_seal_pre_taken(pre), torn ? taken : run.st->end);
 	}
 	size_t n = 0;
-	ck_assert_int_eq(bbx_seal_run_pre(&run, t.jd, &n, pre), 0);
+	ck_assert_int_eq(bbx_seal_run(&run, t.jd, &n, pre), 0);
 	bbx_run_close(&run);
 
 	char *touched, *finals;
