@@ -1501,11 +1501,15 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		errno = EXDEV;
 		if (!xdev_known(&no_link, sb.st_dev, run->odev)) {
 			lk = bbx_sys.linkat(dfd, name, AT_FDCWD, tls.obj, 0);
+			/* No shard yet.  The retry names the entry as the first try did, the
+			 * way the call names it: the shard ended the epoch, and with it the
+			 * call's relative form (bbx_at_set), but not what that form reaches.
+			 * By the absolute words it failed with ENOENT, and so refused the call,
+			 * where the working directory's name was stale (renamed by a process
+			 * outside the run: t-rt-adversarial). */
 			if (lk < 0 && errno == ENOENT && k_lstat(path, &(struct stat){0}) == 0 &&
-			    make_shard(run, tls.obj) == 0) {
-				dfd = at_of(path, &name); /* the shard ended the epoch: abs now */
+			    make_shard(run, tls.obj) == 0)
 				lk = bbx_sys.linkat(dfd, name, AT_FDCWD, tls.obj, 0);
-			}
 			if (lk < 0)
 				xdev_learn(&no_link, sb.st_dev, run->odev, errno);
 			memo_forget(); /* the target's link count and ctime moved */
