@@ -510,10 +510,42 @@ static int is_protected_dir(const struct bbx_run *run, const char *dir, const st
  * the level cannot pass to a shard that reuses the number.  Without this, every
  * creation and removal in a directory that was there before the run paid one stat
  * of it whenever the journal shared its filesystem (the default: both under $HOME). */
+/* Directories this thread stated and found to be neither the journal directory nor
+ * objects/ nor a shard (protected_parent), by identity, with the namespace generation
+ * of the finding (bbx_dname_gen).  The finding holds while the generation does: only a
+ * rename can carry a directory into objects/, and only an inode number freed (rmdir)
+ * and taken again by a new shard can make that identity a shard's; the run raises the
+ * generation at each of those (bbx_nsgen_bump: renames, rmdir, make_shard).  A chmod -R
+ * or a touch of files older than the run, in the default layout (the journal under
+ * $HOME, on the workspace's filesystem), otherwise stated the directory again for
+ * every entry: 1 system call of 3 the shim added to each META of chmod -R. */
+#define UNPROT_SLOTS 16
+static __thread struct {
+	uint64_t dev, ino, gen;
+} unprot[UNPROT_SLOTS] __attribute__((tls_model("initial-exec")));
+
+static void unprot_put(const struct stat *sb)
+{
+	uint64_t gen = bbx_dname_gen();
+	if (!gen || !S_ISDIR(sb->st_mode))
+		return;
+	unsigned k = (unsigned)sb->st_ino % UNPROT_SLOTS;
+	unprot[k].dev = sb->st_dev;
+	unprot[k].ino = sb->st_ino;
+	unprot[k].gen = gen;
+}
+
+static int unprot_known(uint64_t dev, uint64_t ino)
+{
+	unsigned k = (unsigned)ino % UNPROT_SLOTS;
+	uint64_t gen = unprot[k].gen;
+	return gen && unprot[k].ino == ino && unprot[k].dev == dev && gen == bbx_dname_gen();
+}
+
 static int trusted_unprotected(const struct bbx_run *run, const struct bbx_stat_memo *m)
 {
 	return m && m->follow == 3 && !is_journal_dir(run, &m->sb) &&
-	       (m->sb.st_dev != run->odev ||
+	       (m->sb.st_dev != run->odev || unprot_known(m->sb.st_dev, m->sb.st_ino) ||
 		bbx_state_level(run->st, m->sb.st_dev, m->sb.st_ino) >= BBX_LVL_CONTENT);
 }
 
@@ -551,7 +583,10 @@ static int protected_parent(const struct bbx_run *run, const char *path)
 	if (k_stat(parent, &sb) != 0)
 		return 0;
 	cwd_learn(parent, &sb);
-	return is_protected_dir(run, parent, &sb);
+	if (is_protected_dir(run, parent, &sb))
+		return 1;
+	unprot_put(&sb);
+	return 0;
 }
 
 /* Is the entry at path inside the journal directory (or that directory itself)? */
@@ -651,6 +686,7 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 	cwd_learn(tls.tmp, &sb);
 	if (is_protected_dir(run, tls.tmp, &sb))
 		return -EACCES; /* never an entry of the run's own journal directory */
+	unprot_put(&sb);
 	if (level_of(run, &sb) >= BBX_LVL_CONTENT)
 		return 0;
 	struct bbx_enc e;
@@ -712,6 +748,9 @@ static int make_shard(struct bbx_run *run, const char *objpath)
 	memo_forget();
 	if (r < 0)
 		return errno == EEXIST ? 0 : -errno;
+	/* a new shard may have taken the inode number of a directory found unprotected
+	 * (unprot_known) and since removed behind the run's back */
+	bbx_nsgen_bump();
 	return bbx_run_sync_mode(run) != BBX_SYNC_OFF ? sync_dir_of(d) : 0;
 }
 

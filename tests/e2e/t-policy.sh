@@ -6,7 +6,7 @@
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 131
+plan 133
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"
 # Outside every write root of the fixtures (which name only the workspace).
@@ -573,6 +573,50 @@ echo before >"$W/pre2.txt"
 	LD_PRELOAD="$BBX_SHIM" python3 -c "$OBJMETA" pre2.txt "$T_TMP/st.nopol/latest") >"$T_TMP/o" 2>&1
 grep -q '^refused refused 0o[0-6][0-7][0-7] True$' "$T_TMP/o"; ok $? "... and in a run without a policy, by the object's identity ($(tail -1 "$T_TMP/o"))"
 grep -q 'no policy is enforced' "$T_TMP/o"; ok $? "... (that run said it had no policy)"
+# A directory found neither the journal directory nor objects/ nor a shard is remembered
+# so by its identity (capture.c, unprot_known): chmod -R and appends then skip its stat.
+# A shard must never be: after chmods through a descriptor of the workspace (its verdict
+# remembered), an object's chmod through a descriptor of its shard, twice (the second
+# finds the shard's name proved, its identity taken on trust), and by its name, are
+# refused.
+SHARDMETA='
+import glob, os, sys
+for n in ("w1", "w2"):
+    open(n, "w").write("x\n")
+d = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+os.chmod("w1", 0o600, dir_fd=d)
+os.chmod("w2", 0o600, dir_fd=d)
+open(sys.argv[1], "w").write("after\n")
+obj = glob.glob(sys.argv[2] + "/objects/*/*")[0]
+sd = os.open(os.path.dirname(obj), os.O_RDONLY | os.O_DIRECTORY)
+name = os.path.basename(obj)
+res = []
+for f in (lambda: os.chmod(name, 0o777, dir_fd=sd), lambda: os.chmod(name, 0o777, dir_fd=sd),
+          lambda: os.chmod(obj, 0o777)):
+    try:
+        f()
+        res.append("changed")
+    except PermissionError:
+        res.append("refused")
+print(" ".join(res), oct(os.stat(obj).st_mode & 0o777), oct(os.stat("w2").st_mode & 0o777))
+'
+echo before >"$W/pre3.txt"
+run "$ENFORCE" sh -c 'python3 -c "$1" pre3.txt "$BBX_JOURNAL"' sh "$SHARDMETA"
+grep -q '^refused refused refused 0o[0-6][0-7][0-7] 0o600$' "$T_TMP/o"; ok $? "chmod of an object through its shard's descriptor, twice, and by name, after chmods in the workspace: refused ($(tail -1 "$T_TMP/o"))"
+# The same with the journal reached by another name, a bind mount of its parent inside
+# the workspace: the policy sees words in the workspace, and only the capture's checks by
+# identity stand in the way (the second chmod: the shard's identity taken on trust from
+# its proved name, which a remembered verdict would have let through).
+if unshare -m true 2>/dev/null; then
+	mkdir -p "$T_TMP/jb" "$W/jview"
+	echo before >"$W/pre4.txt"
+	(cd "$W" && HOME="$FAKEHOME" unshare -m sh -c 'mount --bind "$1" "$2" &&
+		exec bbx-run --quiet --policy "$3" --journal "$1/run" -- python3 -c "$4" pre4.txt jview/run' \
+		sh "$T_TMP/jb" "$W/jview" "$ENFORCE" "$SHARDMETA") >"$T_TMP/o" 2>&1
+	grep -q '^refused refused refused 0o[0-6][0-7][0-7] 0o600$' "$T_TMP/o"; ok $? "... and through a bind mount of the journal's directory inside the workspace ($(tail -1 "$T_TMP/o"))"
+else
+	skip "unshare -m not permitted here: the journal reached through a bind mount"
+fi
 # The forms of one command line share a pair set only while the whole line fits in
 # 4 KiB (shim/exec.c, exec_rules): cut there, the form with argv[0]'s directory dropped
 # reaches further into argv, past where the pairs were taken.  Here the given form's
