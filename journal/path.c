@@ -373,6 +373,16 @@ static int cwd_join(const struct bbx_scratch *s, const char *rel, size_t rl, cha
 	return 0;
 }
 
+/* The working directory's identity, when known, into the memo beside its trusted name
+ * (bbx_stat_memo_ident): the name is now this call's for every relative path
+ * (s->cwd_epoch), and a second one without a directory part (link's new name after its
+ * source "d/f") finds it there as the first would have, not by a stat. */
+static void cwd_ident(struct bbx_scratch *s)
+{
+	if (s->cwd_ino && strlen(s->cwd) < BBX_MEMO_PATH)
+		bbx_stat_memo_ident(s->cwd, s->cwd_dev, s->cwd_ino);
+}
+
 /* path: past its leading "./" components, non-empty and clean (bbx_path_clean), as
  * bbx_path_abs found it before calling. */
 static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t cap)
@@ -407,6 +417,7 @@ static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t c
 			memcpy(out, s->cwd, cl + 1);
 			s->cwd_epoch = bbx_stat_epoch;
 			bbx_stat_memo_ident(par, pdev, pino);
+			cwd_ident(s);
 			return 1;
 		}
 		char rel[BBX_MEMO_PATH];
@@ -425,8 +436,21 @@ static int cwd_kept(struct bbx_scratch *s, const char *path, char *out, size_t c
 			return 0;
 		/* the proof kept for the identity found */
 		const char *kept = dname_by_id(s, sb.st_dev, sb.st_ino, gen);
-		if (!kept || strcmp(kept, par))
-			return 0;
+		if (!kept || strcmp(kept, par)) {
+			/* No proof of the directory part (a directory older than the run,
+			 * named through the working directory: cp -al's sources, a make in
+			 * subdirectories).  While no chdir has moved the working directory,
+			 * its name is trusted as above, and par names what rel names: the
+			 * stat is par's lstat (not a kernel name: a component of rel may be a
+			 * symlink).  Was a getcwd at every such call (cp -al: one a link). */
+			if (!bbx_cwd_trusted(s))
+				return 0;
+			memcpy(out, s->cwd, cl + 1);
+			s->cwd_epoch = bbx_stat_epoch;
+			bbx_stat_memo_put(par, 0, 0, 0, &sb);
+			cwd_ident(s);
+			return 1;
+		}
 	}
 	memcpy(out, s->cwd, cl + 1);
 	s->cwd_epoch = bbx_stat_epoch;

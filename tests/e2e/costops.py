@@ -12,7 +12,7 @@ if sys.argv[1] == "--prep":
     if op in ("unlinkold", "unlinkxdev", "chmodold", "touchold", "appendold"):
         for i in range(n):
             open("f%d" % i, "w").write("old %d\n" % i)
-    if op == "chmodatold":
+    if op in ("chmodatold", "linkold"):
         os.mkdir("d")
         for i in range(n):
             open("d/f%d" % i, "w").write("old %d\n" % i)
@@ -151,6 +151,10 @@ for i in range(n):
         os.chmod("m/d%d" % i, 0o755)
     elif op == "link":
         os.link("src", "l%d" % i)
+    elif op == "linkold":
+        # cp -al: a file older than the run, named through a subdirectory of the
+        # working directory that the run neither made nor proved
+        os.link("d/f%d" % i, "l%d" % i)
     elif op == "mkdir":
         os.mkdir("d%d" % i)
     elif op == "missing":

@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=92
+PLAN=95
 plan $PLAN
 
 N=100
@@ -113,6 +113,14 @@ budget unlinkold 310 100 "lstat of the name, the hard link into objects/, one wr
 # (CREATE how=excl), and the source's identity, taken for deny_read, is the link's
 # (shim/names.c, LINK_BODY): was 5, with an lstat of the new name before and after.
 budget link 201 100 "the source's identity (deny_read), one write"
+# The same with the source older than the run in a subdirectory (cp -al): its directory
+# part is stated relative to the working directory, whose name is trusted while no chdir
+# has moved it, and that stat answers the check that the source is no journal object
+# (journal/path.c, cwd_kept): was 5, with a getcwd and a stat of the directory by its
+# absolute name at every link.
+budget linkold 301 100 "lstat of the source's directory, the source's identity, one write"
+n=$(between "$T_TMP/bbx.st" | grep -c 'getcwd(')
+[ "$n" -eq 0 ]; ok $? "linkold: no getcwd ($n for $N links)"
 # tar, sed -i and cp -p set mode, owner and times through the descriptor of the file they
 # have just made: found CREATED by the descriptor's mark, without even an fstat
 # (journal/capture.h, bbx_fdid).
