@@ -274,7 +274,7 @@ budget missing 201 100 "one stat of the missing parent, one write"
 budget stat 0 0 "nothing"
 budget statabs 0 0 "nothing (the read filter: shim.h, bbx_rfilt)"
 # An absolute read-only open is one openat2 in place of the openat; so is a relative
-# one in a working directory whose subtree is under no deny_read root (RESOLVE_BENEATH:
+# one in a working directory whose subtree is under no deny_read root (RESOLVE_NO_SYMLINKS:
 # shim.h, bbx_rf_open_rel), after one getcwd per process for that verdict (it was an
 # identity check, fstat, after every open); one through a symlink tries the openat2
 # (ELOOP), then opens and checks the identity: that openat2 is made once (it was twice).

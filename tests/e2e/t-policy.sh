@@ -356,9 +356,11 @@ except PermissionError:
 	fi
 	okv "relative read-only open, $label: $verb"
 done
-# ... and the allowed ones are decided by the words: one openat2 beneath the directory
-# each, no identity check (fstat) after it; the working directory's verdict is one
-# getcwd.
+# ... and the allowed ones are decided by the words: one openat2 without symlinks each,
+# no identity check (fstat) after it; the working directory's verdict is one getcwd.
+# A name without ".." is opened RESOLVE_NO_SYMLINKS alone (it cannot leave the
+# directory), one with ".." that stays beneath it RESOLVE_BENEATH too, and one that
+# climbs RESOLVE_NO_XDEV too.
 (cd "$W" && HOME="$FAKEHOME" strace -f -o "$T_TMP/st" bbx-run --quiet --policy "$ENFORCE" --journal "$T_TMP/j.strel" -- python3 -c "
 import os
 print(open('sub/f').read().strip()); print(open('sub/f').read().strip())
@@ -369,15 +371,17 @@ d = os.open('sub', os.O_RDONLY | os.O_DIRECTORY)
 for i in range(3):
     os.close(os.open('f', os.O_RDONLY, dir_fd=d))
 os.close(os.open('../sub/f', os.O_RDONLY, dir_fd=d))
+os.close(os.open('sub/../sub/f', os.O_RDONLY))
 os.write(1, b'BBX-REL-END\n')") >"$T_TMP/o" 2>&1
 awk '/BBX-REL-BEGIN/ {f = 1; next} /BBX-REL-END/ {f = 0} f' "$T_TMP/st" >"$T_TMP/st.rel"
-n2=$(grep -c 'openat2(.*RESOLVE_BENEATH.* = [0-9]' "$T_TMP/st.rel")
+n0=$(grep -c 'openat2(.*resolve=RESOLVE_NO_SYMLINKS}.* = [0-9]' "$T_TMP/st.rel")
+n2=$(grep -c 'openat2(AT_FDCWD, "sub/\.\./sub/f".*RESOLVE_BENEATH.* = [0-9]' "$T_TMP/st.rel")
 nx=$(grep -c 'openat2([0-9]*, "\.\./sub/f".*RESOLVE_NO_XDEV.* = [0-9]' "$T_TMP/st.rel")
 nst=$(grep -cE 'fstat|newfstatat\([0-9]+, ""' "$T_TMP/st.rel")
 nop=$(grep -cE '(^|[0-9] )openat\(' "$T_TMP/st.rel")
-diag "relative opens: $n2 openat2 beneath, $nx up by '..', $nop openat, $nst fstat between the markers"
-[ "$n2" -eq 7 ] && [ "$nx" -eq 1 ] && [ "$nst" -eq 0 ] && [ "$nop" -eq 0 ]
-okv "relative read-only opens from the workspace and through a clean descriptor: openat2 beneath it (up by '..' within its levels: not across a mount), no fstat"
+diag "relative opens: $n0 openat2 without symlinks alone, $n2 beneath, $nx up by '..', $nop openat, $nst fstat between the markers"
+[ "$n0" -eq 7 ] && [ "$n2" -eq 1 ] && [ "$nx" -eq 1 ] && [ "$nst" -eq 0 ] && [ "$nop" -eq 0 ]
+okv "relative read-only opens from the workspace and through a clean descriptor: openat2 without symlinks (beneath it with '..'; up by '..' within its levels: not across a mount), no fstat"
 # More roots than the prefix table holds (BBX_RF_PFX_MAX): no table, the second byte
 # alone clears, the general path decides the rest - the same answers.
 MANY=$(pol many "[general]\nmode = enforce\n[paths]\nwrite = \${WORKSPACE}\n$(for i in $(seq 60); do printf 'deny_read = %s/d%s\\n' "$FAKEHOME" "$i"; done)deny_read = $FAKEHOME/.ssh\n")
