@@ -9,6 +9,8 @@
 # (session 30), GNU touch and chmod -R (README, Known limitations).
 #   cpr        cp -r of the tree into a new directory (creations only)
 #   cpaover    cp -a of the tree over an existing copy of it (every file overwritten)
+#   cpal       cp -al of the tree into a new directory (a hard link each, named through
+#              the tree's subdirectories: session 47)
 #   tarover    tar -x of the tree over itself
 #   touch      GNU touch of every file (an open for writing of each: a copy each)
 #   chmod      chmod -R g+w (a META record each)
@@ -41,12 +43,14 @@ mkrepo() {
 	find "$W/tpl/repo" -path "$W/tpl/repo/.git" -prune -o -exec touch -h -d '2024-01-02 03:04:05' {} +
 }
 teardown() { discard "$WD"; }
-for w in ${BENCH_MORE:-cpr cpaover tarover touch chmod rmold finddel gitswitch patch scan}; do
+for w in ${BENCH_MORE:-cpr cpaover cpal tarover touch chmod rmold finddel gitswitch patch scan}; do
 	case $w in
 	cpr) setup() { mkdir -p "$WD" && cp -a "$W/tpl/t" "$WD/t"; }
 	     bench cpr cp -r t copy ;;
 	cpaover) setup() { mkdir -p "$WD" && cp -a "$W/tpl/t" "$WD/t" && cp -a "$W/tpl/t" "$WD/copy"; }
 	     bench cpaover cp -a t/. copy/ ;;
+	cpal) setup() { mkdir -p "$WD" && cp -a "$W/tpl/t" "$WD/t"; }
+	     bench cpal cp -al t copy ;;
 	tarover) setup() { mkdir -p "$WD" && cp -a "$W/tpl/t" "$WD/t"; }
 	     bench tarover tar -xf "$W/tree.tar" ;;
 	touch) setup() { mkdir -p "$WD" && cp -a "$W/tpl/t" "$WD/t"; }
