@@ -496,20 +496,6 @@ static int is_protected_dir(const struct bbx_run *run, const char *dir, const st
 	       ub.st_dev == run->odev && ub.st_ino == run->oino;
 }
 
-/* Is path's parent the journal directory, objects/ or a shard (or path spelled inside
- * the journal directory)?  By identity of the parent, so "..", symlinked directories and
- * other spellings are caught, not only the literal prefix. */
-/* A directory whose words and identity were taken on trust (m: its memo entry, follow
- * 3; journal/path.c, cwd_kept): 1 when that identity alone shows it is neither the
- * journal directory nor objects/ nor a shard of it - which only a mode and a stat tell
- * apart, on the objects' device.  There, a directory the run made qualifies, and so
- * does one whose metadata the run has kept (a DIRMETA, level CONTENT): that capture
- * stated it and found it unprotected (cap_parent), and a shard is a new directory
- * which the shim makes in objects/, never a capture's.  An inode number the state
- * still lists is forgotten when the run removes the directory (bbx_cap_remove), so
- * the level cannot pass to a shard that reuses the number.  Without this, every
- * creation and removal in a directory that was there before the run paid one stat
- * of it whenever the journal shared its filesystem (the default: both under $HOME). */
 /* Directories this thread stated and found to be neither the journal directory nor
  * objects/ nor a shard (protected_parent), by identity, with the namespace generation
  * of the finding (bbx_dname_gen).  The finding holds while the generation does: only a
@@ -542,6 +528,18 @@ static int unprot_known(uint64_t dev, uint64_t ino)
 	return gen && unprot[k].ino == ino && unprot[k].dev == dev && gen == bbx_dname_gen();
 }
 
+/* A directory whose words and identity were taken on trust (m: its memo entry, follow
+ * 3; journal/path.c, cwd_kept): 1 when that identity alone shows it is neither the
+ * journal directory nor objects/ nor a shard of it - which only a mode and a stat tell
+ * apart, on the objects' device.  There, a directory the run made qualifies, and so
+ * does one whose metadata the run has kept (a DIRMETA, level CONTENT): that capture
+ * stated it and found it unprotected (cap_parent), and a shard is a new directory
+ * which the shim makes in objects/, never a capture's; so does one this thread found
+ * unprotected in this namespace generation (unprot_known).  An inode number the state
+ * still lists is forgotten when the run removes the directory (bbx_cap_remove), so
+ * the level cannot pass to a shard that reuses the number.  Without this, every
+ * creation and removal in a directory that was there before the run paid one stat
+ * of it whenever the journal shared its filesystem (the default: both under $HOME). */
 static int trusted_unprotected(const struct bbx_run *run, const struct bbx_stat_memo *m)
 {
 	return m && m->follow == 3 && !is_journal_dir(run, &m->sb) &&
@@ -564,6 +562,9 @@ static void cwd_learn(const char *dir, const struct stat *sb)
 	}
 }
 
+/* Is path's parent the journal directory, objects/ or a shard (or path spelled inside
+ * the journal directory)?  By identity of the parent, so "..", symlinked directories and
+ * other spellings are caught, not only the literal prefix. */
 static int protected_parent(const struct bbx_run *run, const char *path)
 {
 	if (in_journal_dir(run, path))

@@ -561,10 +561,11 @@ static inline int bbx_rf_climb(const char *path, int *low, int *ups)
  * without a symlink (RESOLVE_BENEATH added ~55 ns to each open here, on a relative
  * open+close of ~720 ns: bench/micro's relative rows); one whose ".." go up is taken
  * only while they stay within the directory's clean levels (gnulib's fts climbs back
- * to a parent by ".."), and not across a mount (RESOLVE_NO_XDEV).  A directory opened so (O_DIRECTORY) is clean too, and marked
- * with its own levels; any other descriptor number it returns loses a stale mark.  A
- * chdir between the verdict and the call voids it: the descriptor is closed and the
- * general path decides (errno untouched throughout). */
+ * to a parent by ".."), and not across a mount (RESOLVE_NO_XDEV).  A directory opened
+ * so (O_DIRECTORY) is clean too, and marked with its own levels; any other descriptor
+ * number it returns loses a stale mark.  A chdir between the verdict and the call
+ * voids it: the descriptor is closed and the general path decides (errno untouched
+ * throughout). */
 static inline long bbx_rf_open_rel(int dirfd, const char *path, int flags, long mark)
 {
 	unsigned g = 0;
