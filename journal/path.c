@@ -379,7 +379,7 @@ static int cwd_join(const struct bbx_scratch *s, const char *rel, size_t rl, cha
  * source "d/f") finds it there as the first would have, not by a stat. */
 static void cwd_ident(struct bbx_scratch *s)
 {
-	if (s->cwd_ino && strlen(s->cwd) < BBX_MEMO_PATH)
+	if (s->cwd_ino) /* a name too long for the memo is left out by it */
 		bbx_stat_memo_ident(s->cwd, s->cwd_dev, s->cwd_ino);
 }
 
