@@ -10,7 +10,7 @@
 # mtime), and bbx-undo, which compares FINAL with what it finds, must restore the tree
 # with no conflict.  The thread counts depend on the tree only, not on timing.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-plan 13
+plan 14
 # st FILE CMD...: CMD under strace, its clones, opens, preads and waits (bbx-run's own)
 # into FILE; CMD alone, with FILE empty, when strace is not installed.
 st() {
@@ -136,4 +136,51 @@ print(len(f), sum(r["kind"] == "none" for r in f))')
 [ "$nfin" -eq 3002 ] && [ "$nnone" -eq 3002 ]; ok $? "one FINAL per path, each saying absent ($nnone of $nfin, 3,002 expected)"
 bbx-undo --quiet "$T_TMP/jg" && [ -z "$(ls -A "$w")" ]
 ok $? "bbx-undo leaves the workspace as empty as it was"
+
+# A run whose paths lie in 700 directories: the seal's two threads each hold a
+# directory open per directory they state in (up to 512), so together they open
+# descriptors far past the table a process starts with (64).  The table is grown
+# before the helper starts (journal/seal.c, fd_table_room: one descriptor duplicated
+# high, then closed): grown while the helper shared it, each step waited for an RCU
+# grace period, several ms.  bbx-run's own threads are traced (-f would follow the
+# command too, so its pids are filtered): the duplication comes before the helper's
+# clone, and no descriptor bbx-run opened after it lies past the duplicated one.
+if ! command -v strace >/dev/null 2>&1; then
+	skip "strace not installed"
+elif [ "$(nproc)" -lt 2 ]; then
+	skip "one CPU: the seal makes no thread"
+else
+	w=$(new_ws)
+	(cd "$w" && strace -f -o "$T_TMP/fd.st" -e trace=clone,clone3,fcntl,openat \
+		bbx-run --quiet --journal "$T_TMP/jfd" -- sh -c '
+		for i in $(seq 700); do echo "d$i/a d$i/b"; done | xargs mkdir -p
+		for i in $(seq 700); do echo "d$i/a/f d$i/b/f"; done | xargs touch')
+	rc=$?
+	python3 - "$T_TMP/fd.st" >"$T_TMP/fd.chk" <<'EOF'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+run = lines[0].split()[0]  # bbx-run's pid: the first line's
+mine, dup, clone_at, after = {run}, None, None, []
+for i, l in enumerate(lines):
+    pid = l.split()[0]
+    if pid not in mine:
+        continue
+    m = re.search(r'clone3?\(.*CLONE_THREAD.*= (\d+)', l)
+    if m:
+        mine.add(m.group(1))
+        clone_at = i if clone_at is None else clone_at
+        continue
+    m = re.search(r'fcntl\(\d+, F_DUPFD_CLOEXEC, (\d+)\)\s+=\s+(\d+)$', l)
+    if m and clone_at is None:
+        dup = max(dup or 0, int(m.group(2)))
+    m = re.search(r'(openat\(|openat resumed>).*\s=\s(\d+)$', l)
+    if m and clone_at is not None:
+        after.append(int(m.group(2)))
+print("dup", dup, "clone", clone_at is not None, "opened", len(after), "max", max(after or [0]))
+sys.exit(0 if dup is not None and clone_at is not None and len(after) > 200 and max(after) <= dup else 1)
+EOF
+	r=$?
+	[ $rc -eq 0 ] && [ $r -eq 0 ]
+	ok $? "the seal grew the descriptor table before its helper thread, never after it ($(cat "$T_TMP/fd.chk"))"
+fi
 finish
