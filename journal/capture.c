@@ -69,7 +69,6 @@ static struct bbx_scratch *scratch_map(int populate)
 	if (populate) /* its hot part (capture.h); the cold pages fault in if ever written */
 		bbx_sys_populate_write(s, BBX_SCRATCH_HOT);
 	int st = 0;
-	bbx_fork_hooks(); /* the shim's fork child handler ends a creation cut off */
 	if (__atomic_compare_exchange_n(&scratch_key_state, &st, 1, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
 		st = pthread_key_create(&scratch_key, scratch_free) == 0 ? 2 : 3;
@@ -123,11 +122,6 @@ void bbx_scratch_atfork_child(void)
 /* Inside the capture functions: the caller (shim wrapper or tool) obtained the scratch
  * already, so this cannot fail here. */
 #define tls (*scratch_tls)
-
-/* The shim registers its fork handlers here (shim/init.c); the tools have none. */
-__attribute__((weak)) void bbx_fork_hooks(void)
-{
-}
 
 /* Weak, as are bbx_preserve_max and bbx_cap_oversize below: the shim defines its own,
  * initialised statically (shim/policy.c, shim/preserve.c), so that no constructor has to

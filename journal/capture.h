@@ -150,8 +150,6 @@ int bbx_k_lstat(const char *p, struct stat *sb);
  * instead of a walk from the root (rm -r, git's objects: 9 components against 1-4).  Two
  * are kept, for the two names of a rename or a link. */
 void bbx_at_set(int fd, const char *name, const char *abs);
-/* Registers the shim's fork handlers once (shim/init.c); a no-op in the tools. */
-void bbx_fork_hooks(void);
 /* getcwd(3) through the memo (path.c).  Returns 0 or -errno. */
 int bbx_path_cwd(char *out, size_t cap);
 /* The working directory's changes in this process (shim/fd.c: chdir, fchdir): a

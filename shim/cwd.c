@@ -83,6 +83,7 @@ BBX_EXPORT int setns(int fd, int nstype)
 
 BBX_EXPORT int daemon(int nochdir, int noclose)
 {
+	bbx_fork_hooks(); /* its fork is libc's own, past the fork wrapper (shim/init.c) */
 	if (!nochdir)
 		cwd_untrusted();
 	return BBX_REAL(daemon)(nochdir, noclose);

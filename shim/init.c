@@ -231,7 +231,6 @@ static void prebind_record(void)
 
 int bbx_open_run(void)
 {
-	bbx_fork_hooks(); /* before open_state can be 1 in a fork's copy */
 	int expect = 0;
 	if (__atomic_compare_exchange_n(&open_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
@@ -376,14 +375,21 @@ static void atfork_child(void)
 
 /* The fork handlers, registered on first need rather than at start-up: registering
  * writes two pages of libc's data (its handler list and lock) that a process which
- * never forks nor opens the run never touches otherwise, two page faults in every
- * /bin/true, cc1 or sed of a run (perf, page faults by address; issue 5, spawn).  Needed
- * from the moment a process holds anything a child must fix or would wait on forever:
- * before it opens the run (open_state, bbx_status, the ids, PROC) and before it creates
- * the scratch key (journal/capture.c), and before a fork through the wrapper below, so
- * that atfork_prepare opens the run once in a shell that forks without mutating.  A
- * fork that bypasses the wrapper (glibc's own daemon() and forkpty()) in a process that
- * has done neither leaves a child with nothing to fix.
+ * never forks touches otherwise, two page faults in every /bin/true, cc1 or sed of a
+ * run (perf, page faults by address; issue 5, spawn).  The need is a fork, so they are
+ * registered by the wrappers of the calls that fork and run atfork handlers: fork(),
+ * and glibc's daemon() and forkpty(), whose fork is libc's own and passes the fork
+ * wrapper by.  Each registers before the real call, so the handlers run for that very
+ * fork, and for every fork after it.  (posix_spawn, system and popen clone with
+ * CLONE_VFORK and run no handlers; _Fork and a raw clone run none by definition; vfork
+ * children are handled in exec.c.)  What a fork child must fix - open_state or
+ * bbx_status caught half-way by another thread, the ids, the PROC still due, the
+ * scratch's key and held-back records - exists only in a process that will reach one
+ * of these wrappers before it forks.
+ *
+ * They used to be registered also when the run is opened and when the capture's scratch
+ * is made: two page faults more in every program that records but never forks (as, ld,
+ * cc1's output, rm, touch; ~7 us of a new program's first record here).
  *
  * Registered late, the handlers run after those registered before them: a library
  * whose child handler mutates a file, before ours fixed the child's ids, would record
@@ -408,6 +414,13 @@ BBX_EXPORT pid_t fork(void)
 {
 	bbx_fork_hooks();
 	return BBX_REAL(fork)();
+}
+
+BBX_EXPORT int forkpty(int *amaster, char *name, const struct termios *termp,
+		       const struct winsize *winp)
+{
+	bbx_fork_hooks();
+	return BBX_REAL(forkpty)(amaster, name, termp, winp);
 }
 
 void bbx_flush_pending(void)

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
+#include <pty.h> /* forkpty's termios and winsize, for wrappers.def */
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
@@ -148,6 +149,8 @@ extern __thread unsigned bbx_enter_gen __attribute__((tls_model("initial-exec"))
 
 void bbx_init(void);
 extern int bbx_inited;
+/* Registers the fork handlers once, from the wrappers of the calls that fork (init.c). */
+void bbx_fork_hooks(void);
 /* Writes the RESULTs this process still holds back (journal/run.h, deferred records):
  * before fork, at exit, _exit and exit_group.  Nothing when none waits. */
 void bbx_flush_pending(void);

@@ -361,6 +361,7 @@ cases() {
 	t popen EXEC "sh -c, read" "$SH" r
 	# ---- process ends: the reaper's EXIT (and the child shell's own records)
 	t fork CREATE:creat+PROC:start "a child creates a file" @W/made
+	t forkpty CREATE:creat+PROC:start "a child on a new terminal creates a file" @W/made
 	t wait EXIT+EXEC:execl "a forked shell" "$SH"
 	t waitpid EXIT+EXEC:execl "a forked shell" "$SH"
 	t wait3 EXIT+EXEC:execl "a forked shell" "$SH"

@@ -13,7 +13,7 @@
 # each was.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 
-plan 38
+plan 40
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -223,13 +223,16 @@ ok $? "... the run recorded them (dash ran)"
 ok $? "... both of dash's vforked children have an EXEC"
 
 # Fork children after the parent opened the run (issue 5: the shim's fork handlers are
-# registered on first need, shim/init.c, no longer at start-up: before the run is
-# opened, before the scratch key is made, and in the shim's fork()).  Each parent
+# registered on first need, shim/init.c: by the wrappers of fork(), forkpty() and
+# daemon(), before the real call; no longer when the run is opened).  Each parent
 # creates x.parent (its first record: the run is opened), forks, and the child creates
 # x: the child's records carry its own pid and the parent's as ppid, its PROC first.
-# callwrap fork goes through the shim's fork(); python's pty.fork() through glibc's
-# forkpty(), whose fork bypasses it: there only the registration at opening holds
-# (without it, the child's CREATE went under the parent's pid, with no PROC).
+# callwrap fork goes through the shim's fork(); callwrap forkpty and python's pty.fork()
+# through glibc's forkpty(), whose fork is libc's own and passes the fork wrapper by:
+# there only the forkpty wrapper's registration holds (without it, the child's CREATE
+# went under the parent's pid, with no PROC).  daemon: python calls glibc's daemon()
+# (through ctypes, so the shim's wrapper), whose fork is libc's too; its parent ends
+# inside the call, and the daemon, holding stdout, prints its own pid.
 cat >"$T_TMP/ptyfork.py" <<'PY'
 import os, pty, sys
 x = sys.argv[1]
@@ -241,13 +244,26 @@ if pid == 0:
 os.waitpid(pid, 0)
 print("child", pid)
 PY
-for how in callwrap pty; do
+cat >"$T_TMP/daemonfork.py" <<'PY'
+import ctypes, os, sys
+x = sys.argv[1]
+open(x + ".parent", "w").close()
+if ctypes.CDLL(None).daemon(1, 1) != 0:
+    sys.exit(1)
+open(x, "w").close()
+print("child", os.getpid(), flush=True)
+PY
+for how in callwrap cwpty pty daemon; do
 	J6="$T_TMP/j.fork.$how"
 	rm -f "$W/x" "$W/x.parent"
 	if [ $how = callwrap ]; then
 		out=$(cd "$W" && bbx-run -q --journal "$J6" -- "$BBX_BUILDDIR/tests/progs/callwrap" fork "$W/x" 2>&1)
-	else
+	elif [ $how = cwpty ]; then
+		out=$(cd "$W" && bbx-run -q --journal "$J6" -- "$BBX_BUILDDIR/tests/progs/callwrap" forkpty "$W/x" 2>&1)
+	elif [ $how = pty ]; then
 		out=$(cd "$W" && bbx-run -q --journal "$J6" -- "$PY" "$T_TMP/ptyfork.py" "$W/x" 2>&1)
+	else # $(...) waits for the daemon, which holds its stdout
+		out=$(cd "$W" && bbx-run -q --journal "$J6" -- "$PY" "$T_TMP/daemonfork.py" "$W/x" 2>&1)
 	fi
 	child=${out#child }
 	"$PY" "$BBX_SRCDIR/tests/e2e/jdecode.py" "$J6/journal" >"$T_TMP/recs.fork"

@@ -56,6 +56,7 @@
 #include <linux/openat2.h>
 #include <fts.h>
 #include <ftw.h>
+#include <pty.h>
 
 /* The stat entry points of binaries built against glibc < 2.33 (no longer declared). */
 int __xstat(int, const char *, struct stat *);
@@ -1995,6 +1996,33 @@ static int c_fork(int argc, char **argv)
 	return child_status(st);
 }
 
+/* forkpty PATH: as fork, through glibc's forkpty, whose fork is libc's own and passes
+ * the shim's fork wrapper by: the shim's forkpty wrapper registers the fork handlers. */
+static int c_forkpty(int argc, char **argv)
+{
+	(void)argc;
+	char first[PATH_MAX];
+	snprintf(first, sizeof first, "%s.parent", argv[0]);
+	int pfd = creat(first, 0644);
+	if (pfd < 0)
+		return errno;
+	close(pfd);
+	int master;
+	pid_t pid = forkpty(&master, NULL, NULL, NULL);
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		int fd = creat(argv[0], 0644);
+		_exit(fd < 0 ? 1 : 0);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0)
+		return errno;
+	close(master);
+	printf("child %ld\n", (long)pid);
+	return child_status(st);
+}
+
 /* waitpid CMD */
 static int c_waitpid(int argc, char **argv)
 {
@@ -2228,6 +2256,7 @@ static const struct call {
 	{"_Exit", c__Exit, 1, "PATH"},
 	{"popen", c_popen, 1, "CMD [MODE]"},
 	{"fork", c_fork, 1, "PATH"},
+	{"forkpty", c_forkpty, 1, "PATH"},
 	{"wait", c_wait, 1, "CMD"},
 	{"waitpid", c_waitpid, 1, "CMD"},
 	{"wait3", c_wait3, 1, "CMD"},
