@@ -1969,58 +1969,48 @@ static int c_wait(int argc, char **argv)
 	return wait(&st) < 0 ? errno : child_status(st);
 }
 
-/* fork PATH: creates PATH.parent (the first record of this process, which opens the run
- * and so registers the shim's fork handlers, shim/init.c), then forks; the child creates
- * PATH and ends, the parent waits for it and prints "child PID".  The child's records
- * must carry its own pid, after a PROC naming this process as its parent (t-proc). */
-static int c_fork(int argc, char **argv)
+/* PATH.parent created (this process's first record, which opens the run), then a child
+ * made by fork() or, pty, by forkpty() creates PATH and ends; the parent waits for it
+ * and prints "child PID".  The child's records must carry its own pid, after a PROC
+ * naming this process as its parent (t-proc). */
+static int child_creates(const char *path, int pty)
 {
-	(void)argc;
 	char first[PATH_MAX];
-	snprintf(first, sizeof first, "%s.parent", argv[0]);
+	snprintf(first, sizeof first, "%s.parent", path);
 	int pfd = creat(first, 0644);
 	if (pfd < 0)
 		return errno;
 	close(pfd);
-	pid_t pid = fork();
+	int master = -1;
+	pid_t pid = pty ? forkpty(&master, NULL, NULL, NULL) : fork();
 	if (pid < 0)
 		return errno;
 	if (pid == 0) {
-		int fd = creat(argv[0], 0644);
+		int fd = creat(path, 0644);
 		_exit(fd < 0 ? 1 : 0);
 	}
 	int st;
 	if (waitpid(pid, &st, 0) < 0)
 		return errno;
+	if (master >= 0)
+		close(master);
 	printf("child %ld\n", (long)pid);
 	return child_status(st);
 }
 
-/* forkpty PATH: as fork, through glibc's forkpty, whose fork is libc's own and passes
- * the shim's fork wrapper by: the shim's forkpty wrapper registers the fork handlers. */
+/* fork PATH: through the shim's fork(), which registers its fork handlers (shim/init.c). */
+static int c_fork(int argc, char **argv)
+{
+	(void)argc;
+	return child_creates(argv[0], 0);
+}
+
+/* forkpty PATH: through glibc's forkpty, whose fork is libc's own and passes the shim's
+ * fork wrapper by: the shim's forkpty wrapper registers the fork handlers. */
 static int c_forkpty(int argc, char **argv)
 {
 	(void)argc;
-	char first[PATH_MAX];
-	snprintf(first, sizeof first, "%s.parent", argv[0]);
-	int pfd = creat(first, 0644);
-	if (pfd < 0)
-		return errno;
-	close(pfd);
-	int master;
-	pid_t pid = forkpty(&master, NULL, NULL, NULL);
-	if (pid < 0)
-		return errno;
-	if (pid == 0) {
-		int fd = creat(argv[0], 0644);
-		_exit(fd < 0 ? 1 : 0);
-	}
-	int st;
-	if (waitpid(pid, &st, 0) < 0)
-		return errno;
-	close(master);
-	printf("child %ld\n", (long)pid);
-	return child_status(st);
+	return child_creates(argv[0], 1);
 }
 
 /* waitpid CMD */
