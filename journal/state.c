@@ -261,8 +261,12 @@ static int open_state(void)
 		return -ENAMETOOLONG;
 	memcpy(p, dir, l);
 	memcpy(p + l, "/state", sizeof "/state");
-	return (int)bbx_sys_raw4(SYS_openat, AT_FDCWD, (long)p,
-				 O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
+	/* O_NOATIME as in state_open below, for the same reason (a segment's mapping) */
+	int fd = (int)bbx_sys_raw4(SYS_openat, AT_FDCWD, (long)p,
+				   O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOATIME, 0);
+	return fd == -EPERM ? (int)bbx_sys_raw4(SYS_openat, AT_FDCWD, (long)p,
+						O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0)
+			    : fd;
 }
 
 /* Segment k of st (k < bbx_state_nsegs(st)), mapped on first use; NULL when it cannot
@@ -349,10 +353,22 @@ static void head_populate(struct bbx_state *st, size_t size)
 	bbx_sys_populate_write(st, size < BBX_STATE_HEAD ? size : BBX_STATE_HEAD);
 }
 
+/* The state file opened read-write, O_NOATIME when the kernel lets us (the file's owner
+ * or CAP_FOWNER; else EPERM, and it is opened without).  Its mapping otherwise updates
+ * its access time in every process that maps it: relatime updates it whenever it is
+ * older than the modification time, which every write fault on the mapping moves, so
+ * on ext4 each process that records paid a dirty inode and a journal handle for the
+ * mmap alone (perf stat -a -e ext4:ext4_mark_inode_dirty; issue 5). */
+static int state_open(const char *path)
+{
+	int fd = bbx_sys_openat(AT_FDCWD, path, O_RDWR | O_CLOEXEC | O_NOATIME, 0);
+	return fd == -EPERM ? bbx_sys_openat(AT_FDCWD, path, O_RDWR | O_CLOEXEC, 0) : fd;
+}
+
 /* By system calls of its own (sys.h): every process that records maps it. */
 int bbx_state_map(const char *path, struct bbx_state **out)
 {
-	int fd = bbx_sys_openat(AT_FDCWD, path, O_RDWR | O_CLOEXEC, 0);
+	int fd = state_open(path);
 	if (fd < 0)
 		return fd;
 	struct stat sb;

@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
-PLAN=95
+PLAN=96
 plan $PLAN
 
 N=100
@@ -552,6 +552,14 @@ EOF2
 diag "state file mapped $nst times, $nrnd of them advised MADV_RANDOM"
 [ "$nst" -ge 3 ] && [ "$nrnd" -eq "$nst" ]
 ok $? "every mapping of the state file is advised MADV_RANDOM ($nrnd of $nst)"
+# ... and every opening of it to map it asks for O_NOATIME (journal/state.c, state_open):
+# relatime would otherwise update its access time at each mapping, since every write
+# fault on it moves its modification time, a dirty inode and, on ext4, a journal
+# handle in every process that records.  (Its creation, O_CREAT, is not a mapping.)
+read -r nop nna < <(awk '/openat\(AT_FDCWD, "[^"]*\/state", O_RDWR/ && !/O_CREAT/ {
+	n++; if (/O_NOATIME/) a++ } END {print n + 0, a + 0}' "$T_TMP/rnd.st")
+[ "$nop" -ge 3 ] && [ "$nna" -eq "$nop" ]
+ok $? "every opening of the state file to map it is O_NOATIME ($nna of $nop)"
 w=$(new_ws)
 (cd "$w" && bbx-run --quiet --transaction --journal "$T_TMP/j.rnd2" -- true)
 fstype=$(stat -f -c %T "$T_TMP/j.rnd2" 2>/dev/null || echo unknown)
