@@ -185,8 +185,9 @@ int bbx_state_unfinished(int fd)
 {
 	struct stat sb;
 	uint32_t magic = 0;
+	/* the largest any version made at creation (a killed older bbx-run's too) */
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-	    (size_t)sb.st_size > state_total(BBX_STATE_SLOTS))
+	    (size_t)sb.st_size > state_total(BBX_STATE_SLOTS_V7))
 		return 0;
 	ssize_t got = pread(fd, &magic, sizeof magic, 0);
 	return got >= 0 && (magic == 0 || magic == BBX_STATE_MAGIC);
@@ -220,13 +221,21 @@ static off_t seg_off(const struct bbx_state *st, unsigned k)
 	       (off_t)sizeof(struct bbx_state_slot) * st->nslots * (((off_t)1 << k) - 1);
 }
 
+/* Version 8 grows to BBX_STATE_SEGS segments; a version 7 file to 5, the limit its
+ * other processes (an older shim's) know: past it they would miss the later segments'
+ * entries (a forget there left undone). */
+static unsigned max_segs(const struct bbx_state *st)
+{
+	return st->version >= 8 ? BBX_STATE_SEGS : st->version == 7 ? BBX_STATE_SEGS_V7 : 1;
+}
+
 unsigned bbx_state_nsegs(const struct bbx_state *st)
 {
 	if (st->version < 7)
 		return 1;
 	const uint64_t *g = (const uint64_t *)((const char *)st + HEAD_GROW_OFF);
 	uint64_t n = __atomic_load_n(&g[BBX_GROW_NSEG], __ATOMIC_ACQUIRE);
-	return n < 1 ? 1 : n > BBX_STATE_SEGS ? BBX_STATE_SEGS : (unsigned)n;
+	return n < 1 ? 1 : n > max_segs(st) ? max_segs(st) : (unsigned)n;
 }
 
 /* The one mapping of this process that may use segments past the first, its run
@@ -306,7 +315,7 @@ static struct bbx_state_slot *seg_base(struct bbx_state *st, unsigned k)
 static void grow(struct bbx_state *st, unsigned n)
 {
 	uint64_t *g = bbx_state_grow(st);
-	if (!g || n >= BBX_STATE_SEGS || st != __atomic_load_n(&att_st, __ATOMIC_ACQUIRE))
+	if (!g || n >= max_segs(st) || st != __atomic_load_n(&att_st, __ATOMIC_ACQUIRE))
 		return;
 	uint64_t cur = __atomic_load_n(&g[BBX_GROW_OWNER], __ATOMIC_ACQUIRE);
 	if (cur == GROW_FAILED)
@@ -484,18 +493,26 @@ static uint32_t probe_next(struct probe *p, int n)
  * else.  In the data page the loader writes anyway (hot.h): a page of .bss of their
  * own would cost the fault they save. */
 BBX_HOT static struct bbx_state *ready_map;
-/* one bit per page of a full-size state file: its head and slot pages (1,025: 17 words;
- * each word more of the data page is one less for the start-up arena after it, whose
- * overflow is a page fault in every process, shim/init.c) */
-#define READY_PAGES (BBX_STATE_SLOTS * sizeof(struct bbx_state_slot) / 4096 + 1)
+/* one bit per page of the state file, by its page number in the file: the head, then
+ * the slot pages of the segments in order, as far as the first 4 MiB (1,025 pages: 17
+ * words, a version 7 file's segment 0, a version 8 file's segments 0 and 1 and part of
+ * 2; each word more of the data page is one less for the start-up arena after it,
+ * whose overflow is a page fault in every process, shim/init.c) */
+#define READY_PAGES (BBX_STATE_SLOTS_V7 * sizeof(struct bbx_state_slot) / 4096 + 1)
 BBX_HOT static uint64_t ready_bits[(READY_PAGES + 63) / 64];
 
 /* A lookup is most often followed by a raise of the same slot (the first change of a
  * file): a read fault, then the filesystem's write fault on the same page, ~45 us here.
- * One populating call maps the page writable at once for ~10 (head_populate). */
-static void slot_page_ready(struct bbx_state *st, const struct bbx_state_slot *s)
+ * One populating call maps the page writable at once for ~10 (head_populate).  s is a
+ * slot of segment k, mapped at base. */
+static void slot_page_ready(struct bbx_state *st, const struct bbx_state_slot *base, unsigned k,
+			    const struct bbx_state_slot *s)
 {
-	size_t pg = (size_t)((const char *)s - (const char *)st) / 4096;
+	/* segment 0 lies in st's mapping (after the head, or in a version 4 file at 64);
+	 * a later one in its own, which starts at its first page */
+	const char *map = k ? (const char *)base : (const char *)st;
+	size_t in = (size_t)((const char *)s - map) / 4096;
+	size_t pg = (k ? (size_t)seg_off(st, k) / 4096 : 0) + in;
 	if (pg >= 64 * (sizeof ready_bits / sizeof ready_bits[0]))
 		return;
 	if (__atomic_load_n(&ready_map, __ATOMIC_ACQUIRE) != st) {
@@ -507,7 +524,7 @@ static void slot_page_ready(struct bbx_state *st, const struct bbx_state_slot *s
 	if (__atomic_load_n(&ready_bits[pg / 64], __ATOMIC_RELAXED) & bit ||
 	    __atomic_fetch_or(&ready_bits[pg / 64], bit, __ATOMIC_RELAXED) & bit)
 		return;
-	bbx_sys_populate_write((const char *)st + pg * 4096, 4096);
+	bbx_sys_populate_write(map + in * 4096, 4096);
 }
 
 void bbx_state_forget_ready(void)
@@ -522,8 +539,7 @@ static int seg_level(struct bbx_state *st, struct bbx_state_slot *base, unsigned
 	uint64_t key = ino + 1, d = dev & DEVMASK;
 	struct probe pr;
 	uint32_t first = probe_first(&pr, st, seg_slots(st, k), dev, ino);
-	if (k == 0)
-		slot_page_ready(st, &base[first]);
+	slot_page_ready(st, base, k, &base[first]);
 	for (uint32_t n = 0, i = first; n < MAXPROBE;
 	     i = probe_next(&pr, (int)++n)) {
 		struct bbx_state_slot *s = &base[i];
@@ -561,8 +577,7 @@ static int seg_raise(struct bbx_state *st, struct bbx_state_slot *base, unsigned
 	uint64_t want = d | (uint64_t)lvl << 56;
 	struct probe pr;
 	uint32_t first = probe_first(&pr, st, seg_slots(st, k), dev, ino);
-	if (k == 0)
-		slot_page_ready(st, &base[first]); /* a creation's */
+	slot_page_ready(st, base, k, &base[first]); /* a creation's */
 	for (uint32_t n = 0, i = first; n < MAXPROBE;
 	     i = probe_next(&pr, (int)++n)) {
 		struct bbx_state_slot *s = &base[i];

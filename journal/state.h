@@ -29,7 +29,13 @@ enum bbx_level {
 /* flags: bbx-run sealed the run (its command exited); processes still writing are
  * the run's own stragglers. */
 #define BBX_STATE_SEALED 1u
-#define BBX_STATE_SLOTS (1u << 18)
+/* Slots of the first segment of a new state file: 1 MiB of them.  Versions 5 to 7 made
+ * 2^18 (4 MiB), kept whole by every finished run, a no-op one included, and zeroed page
+ * by page at creation on a tmpfs; since version 8 a run grows past 2^16 once three
+ * quarters of them are taken (about 49,000 inodes), by segments twice as large, to the
+ * same largest set as before (issue 5). */
+#define BBX_STATE_SLOTS (1u << 16)
+#define BBX_STATE_SLOTS_V7 (1u << 18)
 
 struct bbx_state_slot {
 	uint64_t ino;    /* 0 = empty */
@@ -46,9 +52,14 @@ struct bbx_state_slot {
  * neighbouring inode numbers share a page (state.c, probe_first);
  * 7: the captured set grows: when three quarters of its newest segment's slots are
  * taken, a segment twice as large is allocated after it, up to BBX_STATE_SEGS
- * (journal-format.md 9.2) */
-#define BBX_STATE_VERSION 7
-#define BBX_STATE_SEGS 5
+ * (journal-format.md 9.2);
+ * 8: a first segment of BBX_STATE_SLOTS (2^16, was 2^18) and up to 7 segments (was 5):
+ * the same largest set, a quarter of the space for every run below it.  A version 7
+ * file (a run an older bbx-run made) still grows to 5 segments only, as its older
+ * processes expect (bbx_state_max_segs). */
+#define BBX_STATE_VERSION 8
+#define BBX_STATE_SEGS 7
+#define BBX_STATE_SEGS_V7 5
 #define BBX_STATE_GROUP 256
 #define BBX_STATE_HEAD 4096
 

@@ -110,7 +110,7 @@ static inline void bbx_sys_populate_write(const void *p, size_t len)
 /* No read-around for a mapping whose pages are used by hash, not in order: a first
  * fault on a page of the state file (a file of unwritten, preallocated blocks) read
  * around it as much as the device's read_ahead_kb allowed, 8 MiB on the reference VM:
- * the whole 4 MiB file allocated and zeroed in the page cache on the run's first
+ * the whole file (4 MiB then) allocated and zeroed in the page cache on the run's first
  * touch, ~6 % of a no-op transaction (perf: filemap_fault -> page_cache_ra_order;
  * issue 5).  Advice only: a failure changes nothing else. */
 static inline void bbx_sys_random_access(const void *p, size_t len)

@@ -4,7 +4,7 @@
  * removes it again, as a compiler's or a test suite's temporary files; exit 1 at the
  * first call that fails (its errno on stderr).  Under bbx-run, every file is the run's
  * own: its removal needs no pre-image, however many came before (t-captured.sh: the
- * captured set grows past its first 262,144 slots).
+ * captured set grows past its first segment, journal-format.md 9.2).
  */
 #include <errno.h>
 #include <fcntl.h>
