@@ -818,7 +818,9 @@ START_TEST(test_grow_pages_ready)
 	 * there and the count says nothing (37 with it, 20 without). */
 	struct statfs fs;
 	ck_assert_int_eq(statfs(p, &fs), 0);
-	if (fs.f_type != TMPFS_MAGIC)
+	/* (nor under valgrind, whose own faults the count takes in: 42 with the hint) */
+	const char *pre = getenv("LD_PRELOAD");
+	if (fs.f_type != TMPFS_MAGIC && !(pre && strstr(pre, "vgpreload")))
 		ck_assert_msg(faults <= 20, "32 claims in segment 1: %ld page faults", faults);
 	bbx_state_unmap(st);
 }
