@@ -89,6 +89,13 @@ rc=$?
 [ $rc -eq 0 ] || rt_showerr "$T_TMP/undo.out"
 expect_rc $rc 0 "SIGKILL: bbx-undo of the killed run exits 0"
 undone=$(rt_snap "$W" undone)
+if ! cmp -s "$before" "$undone"; then
+	# A rare failure here (once in session 49, its diff lost) needs the journal's end and
+	# undo's account to be understood: both go to the log with the diff below.
+	diag "the killed run's last records and bbx-undo's output:"
+	bbx-log --records "$J" 2>&1 | tail -40 | sed 's/^/# /' >&2
+	rt_showerr "$T_TMP/undo.out"
+fi
 same_snap "$before" "$undone" "SIGKILL: tree restored to the start state"
 
 rt_done
