@@ -56,7 +56,7 @@ struct bbx_state_slot {
  * 8: a first segment of BBX_STATE_SLOTS (2^16, was 2^18) and up to 7 segments (was 5):
  * the same largest set, a quarter of the space for every run below it.  A version 7
  * file (a run an older bbx-run made) still grows to 5 segments only, as its older
- * processes expect (bbx_state_max_segs). */
+ * processes expect (state.c, max_segs). */
 #define BBX_STATE_VERSION 8
 #define BBX_STATE_SEGS 7
 #define BBX_STATE_SEGS_V7 5

@@ -791,8 +791,7 @@ END_TEST
  * probe's read fault and then the filesystem's write fault (two; journal/state.c,
  * slot_page_ready).  A run grows past its first segment after ~49,000 inodes (version
  * 8), so this is every such run's claims from then on.  Counted by the process's minor
- * faults over 32 inodes of 32 blocks (a group each), claimed in segment 1 (getrusage:
- * the populating call's faults are the kernel's, not counted). */
+ * faults (getrusage) over 32 inodes of 32 blocks (a group each), claimed in segment 1. */
 START_TEST(test_grow_pages_ready)
 {
 	char p[PATH_MAX + 16];
@@ -811,11 +810,11 @@ START_TEST(test_grow_pages_ready)
 	getrusage(RUSAGE_SELF, &b);
 	long faults = b.ru_minflt - a.ru_minflt;
 	ck_assert_uint_eq(bbx_state_grow(st)[BBX_GROW_COUNT + 1], 32);
-	/* Up to 32 pages (two blocks may share one).  On ext4: 9 faults with the hint, 34
-	 * without it (a write fault a page, after the read's fault-around mapped its
-	 * neighbours read-only for the filesystem's write notification).  A tmpfs has no
-	 * write notification: its fault-around maps them writable, the hint saves nothing
-	 * there and the count says nothing (37 with it, 20 without). */
+	/* Up to 32 pages (two blocks may share one).  Measured on ext4: 9 faults with the
+	 * hint, 34 without it (a write fault a page: ext4 asks to be told of the first
+	 * write, so the read's fault-around maps the neighbours read-only).  A tmpfs asks
+	 * no such thing, its fault-around maps them writable, and the count is no measure
+	 * of the hint there (37 with it, 20 without). */
 	struct statfs fs;
 	ck_assert_int_eq(statfs(p, &fs), 0);
 	/* (nor under valgrind, whose own faults the count takes in: 42 with the hint) */
