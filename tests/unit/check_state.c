@@ -37,14 +37,25 @@ static struct bbx_state *fresh_state(const char *tag, char *path, size_t cap)
 	return st;
 }
 
-/* A fresh state file attached to its directory, as bbx_run_open attaches a run's: its
- * captured set grows past the first segment. */
+/* Attaches st to the directory of its file at path (DIR/state), as bbx_run_open
+ * attaches a run's, so that its captured set can grow; returns the directory's name,
+ * which stays valid for the next three calls (the state keeps a pointer to it). */
+static const char *attach_dir(struct bbx_state *st, const char *path)
+{
+	static char dirs[4][PATH_MAX];
+	static int next;
+	char *dir = dirs[next++ % 4];
+	snprintf(dir, PATH_MAX, "%.*s", (int)(strlen(path) - strlen("/state")), path);
+	bbx_state_attach(st, dir);
+	return dir;
+}
+
+/* A fresh state file attached to its directory: its captured set grows past the first
+ * segment. */
 static struct bbx_state *grown_state(const char *tag, char *path, size_t cap)
 {
 	struct bbx_state *st = fresh_state(tag, path, cap);
-	static char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%.*s", (int)(strlen(path) - strlen("/state")), path);
-	bbx_state_attach(st, dir);
+	attach_dir(st, path);
 	return st;
 }
 
@@ -625,11 +636,7 @@ static struct bbx_state *small_state(const char *tag, char *path, size_t cap, ui
 	struct bbx_state *st = NULL;
 	ck_assert_int_eq(bbx_state_map(path, &st), 0);
 	ck_assert_uint_eq(st->nslots, nslots);
-	static char dirs[4][PATH_MAX];
-	static int next;
-	char *dir = dirs[next++ % 4];
-	snprintf(dir, PATH_MAX, "%.*s", (int)(strlen(path) - strlen("/state")), path);
-	bbx_state_attach(st, dir);
+	attach_dir(st, path);
 	return st;
 }
 
@@ -644,9 +651,7 @@ START_TEST(test_grow)
 {
 	char p[PATH_MAX + 16];
 	struct bbx_state *st = fresh_state("grow", p, sizeof p);
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%.*s", (int)(strlen(p) - strlen("/state")), p);
-	bbx_state_attach(st, dir);
+	const char *dir = attach_dir(st, p);
 	uint64_t *g = bbx_state_grow(st);
 	const uint64_t full = BBX_STATE_SLOTS / 4 * 3;
 	for (uint64_t i = 0; i < full - 1; i++)
