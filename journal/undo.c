@@ -310,6 +310,88 @@ static int objpath(struct ctx *c, const struct bbx_rec *r, char *out, size_t cap
 	return !r->object || n < 0 || (size_t)n >= cap ? -ENOENT : 0;
 }
 
+/* The inode a PRESERVE kept by a hard link (how=link) is at its path already: the run
+ * was killed after the record and before the call it preceded (invariant 7), or an
+ * earlier attempt of this undo linked it back.  The link in objects/ is then one link
+ * too many on the user's file; removed only when it is that very inode (same device and
+ * number: a journal copied elsewhere holds copies, which are pre-images), journaled as
+ * the removal of an alias (undoing the undo links it again). */
+static void drop_kept_link(struct ctx *c, const struct bbx_rec *r, const struct stat *at)
+{
+	char obj[PATH_MAX + 64];
+	struct stat so;
+	if (objpath(c, r, obj, sizeof obj) || lstat(obj, &so) < 0 || so.st_dev != at->st_dev ||
+	    so.st_ino != at->st_ino)
+		return;
+	int rc = bbx_uop_unlink_alias(&c->u, obj, r->path);
+	if (rc && c->o->out)
+		fprintf(c->o->out, "warning: %s: the kept link %s not removed: %s\n", r->path, obj,
+			strerror(-rc));
+}
+
+/* Objects no record names: a process killed after keeping a pre-image and before
+ * appending the PRESERVE that names it (the object is named by the record's reserved
+ * seq, journal-format.md 6).  A hard link among them keeps an inode that is still in the
+ * tree (the removal its record would have preceded was never made; with a record, the
+ * removal comes after it), one link too many: removed, as undo leaves link counts as
+ * they were.  Only a link (st_nlink > 1): removing it loses no data.  A copy (one link)
+ * is only space, and stays.  Not journaled: it is no part of the tree.  Returns how many
+ * were removed (or, in a dry run, would be). */
+static size_t drop_orphans(struct ctx *c, const size_t *offs, size_t count)
+{
+	struct bbx_pathmap named = {0};
+	struct bbx_rec rec;
+	size_t *slot, n = 0;
+	for (size_t i = 0; i < count; i++) {
+		bbx_rec_decode(c->r.map + offs[i], c->r.size - offs[i], &rec);
+		if (rec.object && bbx_pathmap_put(&named, rec.object, &slot) < 0)
+			goto out; /* no memory: keep everything */
+	}
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/objects", c->dir);
+	int ofd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *od = ofd >= 0 ? fdopendir(ofd) : NULL;
+	if (!od) {
+		if (ofd >= 0)
+			close(ofd);
+		goto out;
+	}
+	struct dirent *e;
+	while ((e = readdir(od))) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) != 2)
+			continue; /* a shard is two hex digits; objects/pack is no shard */
+		int sfd = openat(ofd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *sd = sfd >= 0 ? fdopendir(sfd) : NULL;
+		if (!sd) {
+			if (sfd >= 0)
+				close(sfd);
+			continue;
+		}
+		struct dirent *f;
+		while ((f = readdir(sd))) {
+			char key[300];
+			struct stat sb;
+			if (f->d_name[0] == '.' ||
+			    snprintf(key, sizeof key, "%s/%s", e->d_name, f->d_name) >= (int)sizeof key ||
+			    bbx_pathmap_get(&named, key) ||
+			    fstatat(sfd, f->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    S_ISDIR(sb.st_mode) || sb.st_nlink < 2)
+				continue;
+			if (c->o->dry_run || unlinkat(sfd, f->d_name, 0) == 0) {
+				n++;
+				if (c->o->out)
+					fprintf(c->o->out, "%s: objects/%s, a link no record names\n",
+						c->o->dry_run ? "would remove" : "removed", key);
+			}
+		}
+		closedir(sd);
+	}
+	closedir(od);
+out:
+	bbx_pathmap_free(&named);
+	return n;
+}
+
 /* Puts a freshly made tmp in place of path (rename-over journals what it replaces). */
 static int install(struct ctx *c, const char *tmp, const char *path)
 {
@@ -556,14 +638,19 @@ static void do_restore(struct ctx *c, const struct bbx_rec *r, int action)
 		goto out;
 	}
 	if (action == BBX_UNDO_RESTORE_LINK) {
-		if (exists && ino_same(&c->alias, sb.st_ino, r->st.ino))
-			return; /* the kept inode is already there */
+		if (exists && ino_same(&c->alias, sb.st_ino, r->st.ino)) {
+			drop_kept_link(c, r, &sb); /* the kept inode is already there */
+			return;
+		}
 		if ((rc = objpath(c, r, obj, sizeof obj)))
 			goto out;
 		struct stat so;
-		if (exists && stat(obj, &so) == 0 && so.st_ino == sb.st_ino && so.st_dev == sb.st_dev)
-			return; /* linked by an interrupted earlier attempt (a journal copied
-				 * elsewhere keeps the objects, not their inode numbers) */
+		if (exists && stat(obj, &so) == 0 && so.st_ino == sb.st_ino && so.st_dev == sb.st_dev) {
+			/* linked by an interrupted earlier attempt (a journal copied elsewhere
+			 * keeps the objects, not their inode numbers) */
+			drop_kept_link(c, r, &sb);
+			return;
+		}
 		/* The object IS the inode: move it back into place (rename over whatever is
 		 * there, which the undo's own journal keeps).  A link would leave the inode
 		 * one link too many for as long as the journal exists; the move leaves link
@@ -1057,6 +1144,7 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 		phase = 3;
 		progress_save(&c, phase, 0);
 	}
+	s->orphans = drop_orphans(&c, offs, count);
 	if (!o->dry_run) {
 		dirs_phase(&c);
 		/* With errors (a file that could not be written back: immutable, no space),

@@ -62,6 +62,7 @@ struct bbx_undo_stats {
 	size_t records, steps;
 	size_t restored, removed, conflicts, errors, lost, owner_skipped;
 	size_t unrestorable; /* conflicting paths left at their later version */
+	size_t orphans;      /* links in objects/ no record names, removed (undo.c) */
 	int torn, already_done, sealed;
 	char undo_dir[4096];
 };

@@ -92,6 +92,10 @@ int main(int argc, char **argv)
 	if (!o.dry_run && !quiet)
 		printf("bbx-undo: this undo is journaled in %s (bbx-undo %s reverts it)\n", s.undo_dir,
 		       s.undo_dir);
+	if (s.orphans && !quiet)
+		printf("bbx-undo: %zu link(s) in %s/objects that no record names %s (kept by a "
+		       "process killed before it journaled them)\n",
+		       s.orphans, dir, o.dry_run ? "would be removed" : "removed");
 	if (s.unrestorable)
 		printf("bbx-undo: %zu conflicting path(s) left at their later version (see above)\n",
 		       s.unrestorable);

@@ -265,6 +265,82 @@ START_TEST(undo_excl_without_result)
 }
 END_TEST
 
+/* Killed between a removal's PRESERVE (how=link) and the removal: the inode is still at
+ * its path and objects/ holds a second link to it.  Undo leaves the file as it was, link
+ * count included (invariant 7; found by tests/e2e/t-crash.sh). */
+START_TEST(undo_kept_link_of_file_still_there)
+{
+	struct tree t;
+	tree_make(&t, "keptlink");
+	char a[PATH_MAX + 16];
+	snprintf(a, sizeof a, "%s/a", t.ws);
+	put_file(a, "still here\n");
+	struct bbx_run run;
+	tree_run(&t, &run);
+	ck_assert_int_eq(bbx_cap_remove(&run, "unlink", a), 0);
+	bbx_run_close(&run); /* killed: the unlink never made */
+	struct stat sb;
+	ck_assert_int_eq(lstat(a, &sb), 0);
+	ck_assert_uint_eq(sb.st_nlink, 2); /* the file and its kept link */
+
+	struct bbx_undo_stats st;
+	undo_clean(&t, &st, 0);
+	ck_assert_int_eq(lstat(a, &sb), 0);
+	ck_assert_uint_eq(sb.st_nlink, 1);
+	assert_file(a, "still here\n");
+	ck_assert_uint_eq(st.orphans, 0);
+	/* Undoing the undo puts the kept link back, as the killed run left it. */
+	char u[PATH_MAX + 16];
+	snprintf(u, sizeof u, "%s/undo", t.jd);
+	struct bbx_undo_opts o = {0};
+	ck_assert_int_eq(bbx_undo_run(u, &o, &st), 0);
+	ck_assert_uint_eq(st.errors, 0);
+	ck_assert_int_eq(lstat(a, &sb), 0);
+	ck_assert_uint_eq(sb.st_nlink, 2);
+	unit_rm_rf(t.tmp);
+}
+END_TEST
+
+/* Killed between keeping a pre-image in objects/ and appending the record that names
+ * it: no record names the object.  A link (its inode still in the tree) is removed; a
+ * copy (one link, only space) stays; an object a record names is left to the replay. */
+START_TEST(undo_drops_orphan_links)
+{
+	struct tree t;
+	tree_make(&t, "orphans");
+	char a[PATH_MAX + 16], b[PATH_MAX + 16], obj[PATH_MAX + 32], copy[PATH_MAX + 32];
+	snprintf(a, sizeof a, "%s/a", t.ws);
+	snprintf(b, sizeof b, "%s/b", t.ws);
+	put_file(a, "linked, never recorded\n");
+	put_file(b, "removed with its record\n");
+	struct bbx_run run;
+	tree_run(&t, &run);
+	ck_assert_int_eq(bbx_cap_remove(&run, "unlink", b), 0);
+	ck_assert_int_eq(unlink(b), 0);
+	bbx_run_close(&run);
+	snprintf(obj, sizeof obj, "%s/objects/00/900", t.jd);
+	snprintf(copy, sizeof copy, "%s/objects/00/901", t.jd);
+	ck_assert_int_eq(link(a, obj), 0);
+	put_file(copy, "a copy never recorded\n");
+
+	struct bbx_undo_opts dry = {.dry_run = 1};
+	struct bbx_undo_stats st;
+	ck_assert_int_eq(bbx_undo_run(t.jd, &dry, &st), 0);
+	ck_assert_uint_eq(st.orphans, 1);
+	ck_assert_int_eq(access(obj, F_OK), 0); /* a dry run removes nothing */
+
+	undo_clean(&t, &st, 0);
+	ck_assert_uint_eq(st.orphans, 1);
+	struct stat sb;
+	ck_assert_int_eq(lstat(a, &sb), 0);
+	ck_assert_uint_eq(sb.st_nlink, 1);
+	ck_assert_int_eq(access(obj, F_OK), -1);
+	ck_assert_int_eq(access(copy, F_OK), 0);
+	assert_file(b, "removed with its record\n");
+	unit_rm_rf(t.tmp);
+}
+END_TEST
+
 /* The lexical test bbx_path_abs's output and the shim's policy rely on (path.c). */
 START_TEST(path_clean)
 {
@@ -487,6 +563,8 @@ int main(void)
 	tcase_add_test(tc, plan_failed_calls_are_skipped);
 	tcase_add_test(tc, undo_run_restores_real_tree);
 	tcase_add_test(tc, undo_excl_without_result);
+	tcase_add_test(tc, undo_kept_link_of_file_still_there);
+	tcase_add_test(tc, undo_drops_orphan_links);
 	tcase_add_test(tc, path_clean);
 	tcase_add_test(tc, pathmap_grows_and_finds);
 	tcase_add_test(tc, seal_prescan_finals);
