@@ -20,3 +20,13 @@ shim_libbbxshim_la_LDFLAGS = -module -avoid-version -shared -Wl,--no-undefined -
 shim_libbbxshim_la_LIBADD = journal/libbbxjournal.la policy/libbbxpol.la -ldl
 EXTRA_shim_libbbxshim_la_DEPENDENCIES = shim/hot.ld
 EXTRA_DIST += shim/wrappers.def shim/hot.ld
+
+# libbbxshim-crash.so: the same shim with crash points (shim/crash.c), for
+# tests/e2e/t-crash.sh only: built by `make check`, never installed.
+check_LTLIBRARIES = shim/libbbxshim-crash.la
+shim_libbbxshim_crash_la_SOURCES = $(shim_libbbxshim_la_SOURCES) shim/crash.c
+shim_libbbxshim_crash_la_CPPFLAGS = $(shim_libbbxshim_la_CPPFLAGS) -DBBX_CRASHPOINTS
+shim_libbbxshim_crash_la_CFLAGS = $(shim_libbbxshim_la_CFLAGS)
+shim_libbbxshim_crash_la_LDFLAGS = $(shim_libbbxshim_la_LDFLAGS) -rpath $(abs_builddir)/shim
+shim_libbbxshim_crash_la_LIBADD = $(shim_libbbxshim_la_LIBADD)
+EXTRA_shim_libbbxshim_crash_la_DEPENDENCIES = shim/hot.ld

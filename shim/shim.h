@@ -96,8 +96,15 @@ enum {
 /* Resolves one real function with dlsym(RTLD_NEXT), on first use: a process pays only
  * for what it calls (start-up budget).  Aborts if the lookup finds our own wrapper. */
 void bbx_resolve(int idx);
+/* In the test build with crash points (shim/crash.c), every real call is one. */
+#ifdef BBX_CRASHPOINTS
+void bbx_crashpoint(void);
+#define BBX_CRASHPOINT() bbx_crashpoint(),
+#else
+#define BBX_CRASHPOINT()
+#endif
 #define BBX_REAL(name)                                                                      \
-	(__atomic_load_n(&bbx_real_##name, __ATOMIC_ACQUIRE)                                \
+	(BBX_CRASHPOINT() __atomic_load_n(&bbx_real_##name, __ATOMIC_ACQUIRE)               \
 		 ? bbx_real_##name                                                          \
 		 : (bbx_resolve(BBX_IDX_##name), bbx_real_##name))
 

@@ -72,3 +72,7 @@ EXTRA_DIST += tests/e2e/t-seal.sh
 # strace -f -c counts the fdatasync/fsync calls
 TESTS += tests/e2e/t-sync.sh
 EXTRA_DIST += tests/e2e/t-sync.sh
+# a run killed at points spread over every place the shim changes something, then undone
+# (invariant 7; shim/libbbxshim-crash.la)
+TESTS += tests/e2e/t-crash.sh
+EXTRA_DIST += tests/e2e/t-crash.sh

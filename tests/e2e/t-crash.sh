@@ -1,0 +1,155 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# t-crash.sh - a run killed at a chosen instant is undone to the start state (DESIGN.md
+# invariant 7), the instant chosen among every point where the shim changes something.
+#
+# The shim built with crash points (shim/crash.c, libbbxshim-crash.so) counts, across
+# all the run's processes, each real function it calls and each durable write of the
+# journal, before and after; at point N it sends SIGKILL to the whole run (bbx-run
+# included: it leads its process group), or, at every other point, to the process that
+# reached it alone (BBX_CRASH_SELF=1: the rest of the run goes on, finds the journal
+# lock its holder died with, and bbx-run seals the run).  For each workload a first run
+# counts its points (M), then the run is repeated, killed at points spread over 1..M;
+# after each, bbx-log --verify must accept the killed run's journal, bbx-undo must exit
+# 0 and the tree must equal the start's snapshot byte for byte.
+#
+# Which points: BBX_CRASH_POINTS per workload (default 80), evenly spaced from an offset
+# drawn from BBX_CRASH_SEED (default: random, printed, so a failure can be replayed);
+# BBX_CRASH_POINTS=all runs every point (~2,600 here, at ~0.15 s a point).  A failing
+# point's journal and undo output are kept in $BBX_CRASH_KEEP if set.  BBX_CRASH_MODE:
+# alt (default: the run and one process in turn), run, or one.
+. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
+
+CRASHLIB=$BBX_BUILDDIR/shim/.libs/libbbxshim-crash.so
+if [ ! -f "$CRASHLIB" ]; then
+	diag "$CRASHLIB not built (make check builds it)"
+	ok 1 "the shim with crash points is built"
+	rt_done
+fi
+SEED=${BBX_CRASH_SEED:-$RANDOM}
+diag "BBX_CRASH_SEED=$SEED"
+WANT=${BBX_CRASH_POINTS:-80}
+CTR=$T_TMP/crash-counter
+
+# crashrun WS J AT SCRIPT: SCRIPT under bbx-run with the crash-point shim, killed at
+# point AT (0: never), in its own process group (so the kill reaches the run and nothing
+# else), and waits until no process of it is left (zombies do not count: they cannot
+# write).  Returns bbx-run's exit status.
+# With SELF=1 in the environment, the process that reaches the point dies alone.
+crashrun() {
+	local pid rc n=0
+	head -c 8 /dev/zero >"$CTR"
+	(cd "$1" && T=$T_TMP BBX_SHIM=$CRASHLIB BBX_CRASH_COUNTER=$CTR BBX_CRASH_AT=$3 \
+		BBX_CRASH_SELF=${SELF:-0} exec setsid bbx-run --journal "$2" -- sh -c "$4") \
+		>"$T_TMP/run.out" 2>"$T_TMP/run.err" &
+	pid=$!
+	wait $pid
+	rc=$?
+	while ps -e -o pgid=,stat= | awk -v g="$pid" '$1 == g && $2 !~ /^Z/' | grep -q . &&
+		[ $n -lt 100 ]; do
+		sleep 0.02
+		n=$((n + 1))
+	done
+	return $rc
+}
+points() { od -An -tu8 "$CTR" | tr -d ' '; }
+
+# sweep NAME TEMPLATE SCRIPT: the cases above for one workload.  TEMPLATE is copied
+# (cp -a) into a fresh workspace for every run.
+sweep() {
+	local name=$1 tmpl=$2 script=$3 before ws j m n at rc urc bad=0 reached=0 i self
+	before=$(rt_snap "$tmpl" "$name.tmpl")
+	ws=$(new_ws) && rmdir "$ws" && cp -a "$tmpl" "$ws"
+	cmp -s "$before" "$(rt_snap "$ws" "$name.copy")"
+	ok $? "$name: a copy of the start tree snapshots as the start tree"
+	j=$(rt_journal)
+	crashrun "$ws" "$j" 0 "$script"
+	rc=$?
+	m=$(points)
+	[ $rc -eq 0 ] || rt_showerr "$T_TMP/run.err"
+	[ $rc -eq 0 ] && [ "${m:-0}" -gt 100 ]
+	ok $? "$name: the workload runs to the end under the crash-point shim ($m points)"
+	rm -rf "$ws" "$j"
+	[ "${m:-0}" -gt 100 ] || return
+	if [ "$WANT" = all ]; then n=$m; else n=$((WANT < m ? WANT : m)); fi
+	for i in $(seq 0 $((n - 1))); do
+		# evenly spaced, shifted by the seed within one spacing
+		at=$((1 + (i * m + (SEED % 1000) * m / 1000) / n))
+		[ "$at" -le "$m" ] || at=$m
+		ws=$(new_ws) && rmdir "$ws" && cp -a "$tmpl" "$ws"
+		j=$(rt_journal)
+		case ${BBX_CRASH_MODE:-alt} in
+		run) self=0 ;;
+		one) self=1 ;;
+		*) self=$((i % 2)) ;;
+		esac
+		SELF=$self crashrun "$ws" "$j" "$at" "$script"
+		rc=$?
+		# reached: the whole run died there, or (alone) the counter went past it
+		if [ $self -eq 0 ]; then [ $rc -eq 137 ]; else [ "$(points)" -ge "$at" ]; fi &&
+			reached=$((reached + 1))
+		urc=0
+		bbx-log --verify "$j" >"$T_TMP/verify.out" 2>&1 || urc=1
+		[ $urc -eq 0 ] && { rt_undo "$j" || urc=2; }
+		if [ $urc -ne 0 ] || ! cmp -s "$before" "$(rt_snap "$ws" undone)"; then
+			bad=$((bad + 1))
+			diag "$name: $([ $self -eq 1 ] && echo "one process" || echo "the run")" \
+				"killed at point $at of $m (run exit $rc): $([ $urc -eq 1 ] &&
+				echo "the journal does not verify" || { [ $urc -eq 2 ] &&
+				echo "bbx-undo failed"; } || echo "the tree differs after undo")"
+			[ $urc -eq 1 ] && rt_showerr "$T_TMP/verify.out"
+			[ $urc -eq 2 ] && rt_showerr "$T_TMP/undo.out"
+			[ $urc -eq 0 ] && diff "$before" "$T_TMP/snap.undone" | head -10 | sed 's/^/# /' >&2
+			if [ -n "${BBX_CRASH_KEEP:-}" ]; then
+				mkdir -p "$BBX_CRASH_KEEP/$name.$at.$self" &&
+					cp -a "$j" "$T_TMP/undo.out" "$T_TMP/snap.undone" "$T_TMP/run.err" \
+						"$BBX_CRASH_KEEP/$name.$at.$self/"
+			fi
+		fi
+		rm -rf "$ws" "$j"
+	done
+	[ $bad -eq 0 ]
+	ok $? "$name: killed at $n points of $m (the run, or one process, in turn), every journal verifies and undo restores the start ($bad failed)"
+	# Most points are reached: a run that outlives its point was not killed at all.
+	[ $reached -ge $((n * 9 / 10)) ]
+	ok $? "$name: $reached of the $n runs reached their point"
+}
+
+# --- 1. the shell loop of t-rt-procs, two rounds --------------------------------------
+# Overwrites (O_TRUNC pre-images), rm -rf of a subtree, mkdir -p, rename of a
+# directory, appends: sh's builtins and coreutils.
+T1=$T_TMP/tmpl1
+mkdir "$T1" && rt_project "$T1"
+sweep "shell loop" "$T1" '
+	i=0
+	while [ $i -lt 2 ]; do
+		i=$((i + 1))
+		for f in wide/w1 wide/w2 wide/w3 wide/w4 wide/w5; do echo "round $i" > "$f"; done
+		rm -rf deep/level1/level2/level3
+		mkdir -p gen/$i && echo $i > gen/$i/f && mv gen/$i gen/done$i && rm -f wide/w$i
+		echo "$i" >> docs/guide.txt
+		echo "$i" > docs/README.md
+	done'
+
+# --- 2. real programs: tar over the tree, sed -i, cp -a, ln, chmod, touch, truncate,
+# python's os.replace and shutil.rmtree, mv and rm -rf of a directory ------------------
+T2=$T_TMP/tmpl2
+mkdir "$T2" && rt_project "$T2"
+mkdir -p "$T_TMP/over/src" "$T_TMP/over/newdir"
+echo 'int main(void) { return 1; }' >"$T_TMP/over/src/main.c"
+echo 'fresh' >"$T_TMP/over/newdir/fresh.txt"
+tar -C "$T_TMP/over" -cf "$T_TMP/over.tar" src newdir
+sweep "real programs" "$T2" '
+	tar -xf "$T/over.tar"
+	sed -i "s/foo/bar/g" docs/guide.txt src/util.c
+	cp -a docs docs.bak
+	ln -f hl/a hl/c
+	chmod 640 secret.txt
+	touch -d @1000000000 data/one-byte
+	truncate -s 100 data/blob.bin
+	"$PY" -c "import os, shutil; os.replace(\"docs/README.md\", \"README.new\"); shutil.rmtree(\"deep/level1/level2\")"
+	mv wide wide.old && mkdir wide && echo new > wide/w1
+	rm -rf wide.old'
+
+rt_done
