@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <time.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -246,9 +247,10 @@ int bbx_writer_append_chained_n(struct bbx_writer *w, struct bbx_state *st, void
 		}
 		return rc;
 	}
-	/* Bounded wait: a holder that can never release it (a vfork child killed in the
-	 * window shares its parent's robust list, which the kernel does not walk) must not
-	 * hang the run; the mutation is refused instead (fail closed, invariant 2). */
+	/* Bounded wait: a holder that can never release it must not hang the run; the
+	 * mutation is refused instead (fail closed, invariant 2).  (A vfork child killed
+	 * holding it holds it under its parent's thread id, which the parent's vfork
+	 * releases: bbx_writer_vfork_reclaim.) */
 	int e = pthread_mutex_trylock(mu);
 	if (e == EBUSY) { /* the deadline only when there is a wait (no clock read else) */
 		struct timespec dl;
@@ -304,6 +306,80 @@ int bbx_writer_append_chained_n(struct bbx_writer *w, struct bbx_state *st, void
 	}
 	pthread_mutex_unlock(mu);
 	return rc;
+}
+
+/* Releases mu when it is held under thread id self and listed first in this thread's
+ * robust list with no list operation pending: taken by a vfork child, which ran on this
+ * thread's memory (glibc's thread id and robust list included), and killed before it
+ * released it.  Any other state (a child killed inside glibc's own bookkeeping, a few
+ * instructions) is left as it is.  Returns 1 if released. */
+static int release_for_child(pthread_mutex_t *mu, pid_t self)
+{
+	if (!mu || (__atomic_load_n(&mu->__data.__lock, __ATOMIC_ACQUIRE) & FUTEX_TID_MASK) !=
+			   (unsigned)self)
+		return 0;
+	struct robust_list_head *head = NULL;
+	size_t len = 0;
+	if (bbx_sys_raw4(SYS_get_robust_list, 0, (long)&head, (long)&len, 0) != 0 || !head ||
+	    head->list_op_pending ||
+	    (struct robust_list *)((uintptr_t)head->list.next & ~(uintptr_t)1) !=
+		    (struct robust_list *)&mu->__data.__list.__next)
+		return 0;
+	return pthread_mutex_unlock(mu) == 0;
+}
+
+/* What the kernel does for a robust mutex whose holder died: the holder's id replaced by
+ * FUTEX_OWNER_DIED (the waiters bit kept) and one waiter woken; the next locker gets
+ * EOWNERDEAD and recovers (bbx_writer_append_chained_n). */
+static void mark_owner_died(pthread_mutex_t *mu, pid_t self)
+{
+	int *word = &mu->__data.__lock;
+	int v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+	while ((v & FUTEX_TID_MASK) == self) {
+		int nv = (v & FUTEX_WAITERS) | FUTEX_OWNER_DIED;
+		if (__atomic_compare_exchange_n(word, &v, nv, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			if (v & FUTEX_WAITERS)
+				bbx_sys_raw6(SYS_futex, (long)word, FUTEX_WAKE, 1, 0, 0, 0);
+			return;
+		}
+	}
+}
+
+void bbx_writer_vfork_reclaim(struct bbx_writer *w, struct bbx_state *st, int solo)
+{
+	pthread_mutex_t *mu = bbx_state_lock(st), *sync = bbx_state_sync_lock(st);
+	unsigned mask = FUTEX_TID_MASK;
+	/* Not locked (the usual case): nothing to ask the kernel. */
+	if ((!mu || !(__atomic_load_n(&mu->__data.__lock, __ATOMIC_ACQUIRE) & mask)) &&
+	    (!sync || !(__atomic_load_n(&sync->__data.__lock, __ATOMIC_ACQUIRE) & mask)))
+		return;
+	pid_t self = (pid_t)bbx_sys_raw4(SYS_gettid, 0, 0, 0, 0);
+	if (solo) {
+		/* Every entry of this thread's robust list is the child's (this thread holds
+		 * no robust mutex of its own), and the child had its own mapping of the
+		 * state: the list is emptied, and a lock under this thread's id is handed to
+		 * the kernel's treatment of a dead holder. */
+		struct robust_list_head *head = NULL;
+		size_t len = 0;
+		if (bbx_sys_raw4(SYS_get_robust_list, 0, (long)&head, (long)&len, 0) == 0 && head) {
+			head->list_op_pending = NULL;
+			head->list.next = &head->list;
+		}
+		if (sync)
+			mark_owner_died(sync, self);
+		if (mu)
+			mark_owner_died(mu, self);
+		return;
+	}
+	/* The sync lock guards nothing (run.c); the journal lock guards the head, which
+	 * the child may have left behind the file (its record written, the head not moved
+	 * on): rebuilt from the file, as after EOWNERDEAD. */
+	release_for_child(sync, self);
+	if (mu && (__atomic_load_n(&mu->__data.__lock, __ATOMIC_ACQUIRE) & mask) == (unsigned)self) {
+		chain_recover(w, st);
+		release_for_child(mu, self);
+	}
 }
 
 int bbx_writer_sync(struct bbx_writer *w)

@@ -62,6 +62,17 @@ void bbx_writer_close(struct bbx_writer *w);
  * Returns 0 or -errno. */
 int bbx_writer_sync(struct bbx_writer *w);
 
+/* In the parent of a vfork, once the child has exec'd or died (shim/vfork.c, bbx-run):
+ * a child killed holding the journal lock or the sync lock of st held it under this
+ * thread's id and in this thread's robust list (it ran on this thread's memory), where
+ * the kernel never marks it as its holder's death.  They are released here, the
+ * journal's head first rebuilt from the file.  solo: this thread holds no robust mutex
+ * of its own and the child used a mapping of the state other than st (bbx-run, whose
+ * child loads the shim): the robust list is emptied and the locks marked as a dead
+ * holder's, for the next locker to recover.  Nothing when neither lock is held. */
+struct bbx_state;
+void bbx_writer_vfork_reclaim(struct bbx_writer *w, struct bbx_state *st, int solo);
+
 struct bbx_state;
 
 /* Where the chain stood right after an append: the head (trailer of the last complete

@@ -204,6 +204,7 @@ static void join_run(const char *dir)
 /* On the first mutation or exec, not at start-up: most processes of a build or an agent
  * (compilers' readers, grep, cat) never mutate, and then pay nothing but the load. */
 static int open_state; /* 0 idle, 1 opening, 2 done */
+static pid_t open_tid;  /* the thread opening it (asked of the kernel: a vfork child's own) */
 static int init_state; /* 0 idle, 1 running, 2 done */
 
 /* The libc functions a first record calls (the path's string functions, the records'
@@ -234,6 +235,8 @@ int bbx_open_run(void)
 	int expect = 0;
 	if (__atomic_compare_exchange_n(&open_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&open_tid, (pid_t)bbx_sys_raw4(SYS_gettid, 0, 0, 0, 0),
+				 __ATOMIC_RELEASE);
 		prebind_record();
 		int rc = bbx_status == BBX_STATUS_CLOSED ? bbx_run_open(&bbx_run, bbx_journal_dir)
 							 : bbx_status;
@@ -261,6 +264,16 @@ int bbx_open_run(void)
 			__builtin_ia32_pause();
 	}
 	return __atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE);
+}
+
+/* A vfork child that died while it opened the run (vfork.c): the parent starts over. */
+void bbx_run_forget_opener(pid_t child)
+{
+	if (__atomic_load_n(&open_state, __ATOMIC_ACQUIRE) == 1 &&
+	    __atomic_load_n(&open_tid, __ATOMIC_ACQUIRE) == child) {
+		bbx_status = BBX_STATUS_CLOSED;
+		__atomic_store_n(&open_state, 0, __ATOMIC_RELEASE);
+	}
 }
 
 /* The libc functions a fork child's exec path calls that nothing before it did are bound

@@ -5,7 +5,7 @@ shim_libbbxshim_la_SOURCES = \
 	shim/shim.h shim/wrappers.def \
 	shim/init.c shim/slots.c shim/env.c \
 	shim/policy.c shim/read.c shim/syscall.c shim/open.c shim/tmp.c shim/names.c shim/size.c shim/meta.c \
-	shim/exec.c shim/spawnfa.c shim/net.c shim/proc.c shim/fd.c shim/cwd.c shim/preserve.c \
+	shim/exec.c shim/spawnfa.c shim/net.c shim/proc.c shim/fd.c shim/cwd.c shim/preserve.c shim/vfork.c \
 	$(NULL)
 shim_libbbxshim_la_CPPFLAGS = $(AM_CPPFLAGS) -DBBX_BINDIR='"$(bindir)"'
 shim_libbbxshim_la_CFLAGS = $(AM_CFLAGS) -fPIC -ffunction-sections -fdata-sections $(XXHASH_CFLAGS)

@@ -45,6 +45,7 @@ struct rusage; /* wait3, wait4: only pointers to it */
 
 /* Fortified entry points glibc declares only under _FORTIFY_SOURCE. */
 int __open_2(const char *, int);
+pid_t __vfork(void); /* vfork.c */
 int __open64_2(const char *, int);
 int __openat_2(int, const char *, int);
 int __openat64_2(int, const char *, int);
@@ -145,6 +146,8 @@ extern size_t bbx_argv_len;
 extern const char *bbx_journal_dir;
 extern const char *bbx_env_journal;
 int bbx_open_run(void);
+/* vfork.c: the parent's repairs after a child that shared its memory. */
+void bbx_run_forget_opener(pid_t child);
 
 extern __thread int bbx_guard __attribute__((tls_model("initial-exec")));
 /* Counts the guard's takings on this thread: a wrapper that sees it move across its

@@ -298,6 +298,10 @@ int main(int argc, char **argv)
 	 * command's end to bbx-run's).  A command that ends sooner costs one poll. */
 	struct bbx_run run;
 	int opened = (rc = bbx_run_open(&run, dir)) == 0;
+	/* The child wrote the command's EXEC under the journal lock, on this thread's
+	 * memory: killed holding it, it left the lock under this thread's id. */
+	if (opened && run.st)
+		bbx_writer_vfork_reclaim(&run.w, run.st, 1);
 	struct bbx_seal_pre *prescan = opened ? bbx_seal_pre_new(&run, dir) : NULL;
 	int pfd = prescan ? (int)syscall(SYS_pidfd_open, child, 0) : -1;
 	if (pfd >= 0) {

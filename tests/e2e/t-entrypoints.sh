@@ -362,6 +362,8 @@ cases() {
 	# ---- process ends: the reaper's EXIT (and the child shell's own records)
 	t fork CREATE:creat+PROC:start "a child creates a file" @W/made
 	t forkpty CREATE:creat+PROC:start "a child on a new terminal creates a file" @W/made
+	t vfork EXEC:execl+CREATE:open64+CREATE:creat "a child execs a shell that creates a file, then the parent creates one" @W/made
+	t __vfork EXEC:execl+CREATE:open64+CREATE:creat "a child execs a shell that creates a file, then the parent creates one" @W/made
 	t wait EXIT+EXEC:execl "a forked shell" "$SH"
 	t waitpid EXIT+EXEC:execl "a forked shell" "$SH"
 	t wait3 EXIT+EXEC:execl "a forked shell" "$SH"

@@ -2005,6 +2005,46 @@ static int c_fork(int argc, char **argv)
 	return child_creates(argv[0], 0);
 }
 
+/* vfork PATH and __vfork PATH: the child execs a shell that creates PATH (the child may
+ * only exec or _exit); its EXEC record is written in the child, on this process's
+ * memory, by the shim's execl wrapper.  The parent then creates PATH.after itself: its
+ * journaling must have survived the child (shim/vfork.c). */
+extern pid_t __vfork(void);
+static int vfork_creates(const char *path, int under)
+{
+	char cmd[PATH_MAX + 16], after[PATH_MAX];
+	snprintf(cmd, sizeof cmd, ": > '%s'", path);
+	snprintf(after, sizeof after, "%s.after", path);
+	pid_t pid = under ? __vfork() : vfork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0)
+		return errno;
+	int fd = creat(after, 0644);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	printf("child %ld\n", (long)pid);
+	return child_status(st);
+}
+
+static int c_vfork(int argc, char **argv)
+{
+	(void)argc;
+	return vfork_creates(argv[0], 0);
+}
+
+static int c___vfork(int argc, char **argv)
+{
+	(void)argc;
+	return vfork_creates(argv[0], 1);
+}
+
 /* forkpty PATH: through glibc's forkpty, whose fork is libc's own and passes the shim's
  * fork wrapper by: the shim's forkpty wrapper registers the fork handlers. */
 static int c_forkpty(int argc, char **argv)
@@ -2247,6 +2287,8 @@ static const struct call {
 	{"popen", c_popen, 1, "CMD [MODE]"},
 	{"fork", c_fork, 1, "PATH"},
 	{"forkpty", c_forkpty, 1, "PATH"},
+	{"vfork", c_vfork, 1, "PATH"},
+	{"__vfork", c___vfork, 1, "PATH"},
 	{"wait", c_wait, 1, "CMD"},
 	{"waitpid", c_waitpid, 1, "CMD"},
 	{"wait3", c_wait3, 1, "CMD"},
