@@ -340,13 +340,9 @@ static void drop_kept_link(struct ctx *c, const struct bbx_rec *r, const struct 
 static size_t drop_orphans(struct ctx *c, const size_t *offs, size_t count)
 {
 	struct bbx_pathmap named = {0};
+	int have_named = 0;
 	struct bbx_rec rec;
 	size_t *slot, n = 0;
-	for (size_t i = 0; i < count; i++) {
-		bbx_rec_decode(c->r.map + offs[i], c->r.size - offs[i], &rec);
-		if (rec.object && bbx_pathmap_put(&named, rec.object, &slot) < 0)
-			goto out; /* no memory: keep everything */
-	}
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof p, "%s/objects", c->dir);
 	int ofd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -373,9 +369,21 @@ static size_t drop_orphans(struct ctx *c, const size_t *offs, size_t count)
 			struct stat sb;
 			if (f->d_name[0] == '.' ||
 			    snprintf(key, sizeof key, "%s/%s", e->d_name, f->d_name) >= (int)sizeof key ||
-			    bbx_pathmap_get(&named, key) ||
 			    fstatat(sfd, f->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
 			    S_ISDIR(sb.st_mode) || sb.st_nlink < 2)
+				continue;
+			/* The names the records give, once a link is met: the replay moved the
+			 * links it restored out of objects/, so an undo usually meets none. */
+			for (size_t i = 0; !have_named && i < count; i++) {
+				bbx_rec_decode(c->r.map + offs[i], c->r.size - offs[i], &rec);
+				if (rec.object && bbx_pathmap_put(&named, rec.object, &slot) < 0) {
+					closedir(sd);
+					closedir(od);
+					goto out; /* no memory: keep everything */
+				}
+			}
+			have_named = 1;
+			if (bbx_pathmap_get(&named, key))
 				continue;
 			if (c->o->dry_run || unlinkat(sfd, f->d_name, 0) == 0) {
 				n++;
