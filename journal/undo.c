@@ -869,7 +869,10 @@ static int progress_load(struct ctx *c, int *phase, size_t *next)
 
 /* ---- phases ------------------------------------------------------------------------ */
 
-/* Records of the run that name a path (both ends of a rename). */
+/* Records of the run that name a path (both ends of a rename).  A RESULT counts when the
+ * call succeeded: after the seal, it is a straggler's open of the path that completed
+ * then (tar, its command's shell killed, still extracting into a file it created: its
+ * content and times, written through the descriptor, make no record). */
 static int touches(const struct bbx_rec *r, const char **a, const char **b)
 {
 	*a = r->path;
@@ -878,6 +881,8 @@ static int touches(const struct bbx_rec *r, const char **a, const char **b)
 	case BBX_REC_CREATE: case BBX_REC_PRESERVE: case BBX_REC_SIZE: case BBX_REC_RMDIR:
 	case BBX_REC_RENAME: case BBX_REC_META: case BBX_REC_NOTE:
 		return r->path != NULL;
+	case BBX_REC_RESULT:
+		return r->path != NULL && r->has_ret && r->ret >= 0;
 	}
 	return 0;
 }

@@ -15,18 +15,21 @@
  *     child was killed, and its changes could not be undone);
  *   - the run half-opened (open_state 1, init.c): the parent would wait for an opener
  *     that no longer exists, for ever;
- *   - the journal lock (or the group-commit lock) held by the child's thread id: the
- *     kernel marks a dead holder's robust mutexes from the holder's robust list, and a
- *     vfork child has none registered (it shares its parent's, which the kernel neither
- *     walks nor may), so every writer of the run would time out and refuse its call.
+ *   - the journal lock (or the group-commit lock) held: glibc took it for the child
+ *     under the thread id it keeps in the thread's memory, the parent's, and listed it
+ *     in the parent's robust list.  The kernel marks a dead holder's robust mutexes
+ *     from that holder's own list, and the child had none registered; so the lock
+ *     stayed the parent's, which never released it, and every writer of the run waited
+ *     10 s per record and refused its call.
  *
  * So vfork is wrapped.  Like glibc's, the wrapper keeps nothing on the stack across the
  * system call (the child returns from it first and reuses that stack): the return
  * address is held in a register, as is the guard's value before the call.  The child
  * returns straight away.  The parent, once the kernel has resumed it (the child exec'd
- * or died), sets the guard back and calls bbx_vfork_parent, which repairs the rest when
- * the child's thread id is the one it finds there.  x86_64 only (the target); elsewhere
- * libc's vfork is used as before.
+ * or died), sets the guard back and calls bbx_vfork_parent: an open begun by the child's
+ * thread id is forgotten, and a lock under the parent's own id released
+ * (bbx_writer_vfork_reclaim).  x86_64 only (the target); elsewhere libc's vfork is used
+ * as before.
  */
 #include "shim.h"
 #include "journal/state.h"
