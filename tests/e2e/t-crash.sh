@@ -123,12 +123,12 @@ sweep() {
 		fi
 		rm -rf "$ws" "$j"
 	done
-	[ $bad -eq 0 ]
 	case $mode in
 	run) who="the whole run" ;;
 	one) who="the process there alone" ;;
 	*) who="the whole run, or the process there alone, in turn" ;;
 	esac
+	[ $bad -eq 0 ]
 	ok $? "$name: killed at $n points of $m ($who), every journal verifies and undo restores the start ($bad failed)"
 	# Most points are reached: a run that outlives its point was not killed at all.
 	[ $reached -ge $((n * 9 / 10)) ]
