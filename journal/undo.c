@@ -423,6 +423,27 @@ static void meta_from(struct ctx *c, const char *path, const struct bbx_rec *r, 
  * 8 ms here (two ticks at HZ=250). */
 #define BIRTH_SLACK_NS 20000000ull
 
+/* Did this run's last successful creation of path before offset off make inode ino?
+ * (The steps hold each CREATE's outcome from its RESULT; they are few to scan, and this
+ * is asked only for a link whose process died before its own outcome was written.) */
+static int made_before(struct ctx *c, const char *path, size_t off, uint64_t ino)
+{
+	struct bbx_rec rec;
+	size_t best = SIZE_MAX;
+	uint64_t made = 0;
+	for (size_t i = 0; i < c->nsteps; i++) {
+		const struct bbx_undo_step *s = &c->steps[i];
+		if (s->off >= off || !s->has_ino || (best != SIZE_MAX && s->off < best))
+			continue;
+		bbx_rec_decode(c->r.map + s->off, c->r.size - s->off, &rec);
+		if (rec.type == BBX_REC_CREATE && rec.path && !strcmp(rec.path, path)) {
+			best = s->off;
+			made = s->ino;
+		}
+	}
+	return best != SIZE_MAX && ino_same(&c->alias, ino, made);
+}
+
 static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_undo_step *st)
 {
 	struct stat sb;
@@ -434,10 +455,15 @@ static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_u
 	}
 	if (!st->has_result && r->kind == BBX_KIND_HARDLINK) {
 		/* A new name for an old inode: its birth time says nothing.  It is ours if it
-		 * is still the inode of the name it was linked from (back in place by now). */
+		 * is still the inode of the name it was linked from (back in place by now), or
+		 * the inode this run's last creation of that name made, before the link (git
+		 * links its temporary object to the object's name and removes the temporary:
+		 * killed before the link's held-back RESULT, nothing else says so). */
 		struct stat src;
-		if (!r->path2 || lstat(r->path2, &src) < 0 || src.st_ino != sb.st_ino ||
-		    src.st_dev != sb.st_dev) {
+		if (!r->path2 ||
+		    ((lstat(r->path2, &src) < 0 || src.st_ino != sb.st_ino ||
+		      src.st_dev != sb.st_dev) &&
+		     !made_before(c, r->path2, st->off, sb.st_ino))) {
 			move_aside(c, r->path, "is not the link this run made");
 			return;
 		}

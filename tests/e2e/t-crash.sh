@@ -14,9 +14,9 @@
 # survived), no wait for the journal lock may have timed out, bbx-undo must exit 0 and
 # the tree must equal the start's snapshot byte for byte.
 #
-# Which points: BBX_CRASH_POINTS per workload (default 80), evenly spaced from an offset
+# Which points: BBX_CRASH_POINTS per workload (default 80; 40 for git), evenly spaced from an offset
 # drawn from BBX_CRASH_SEED (default: random, printed, so a failure can be replayed);
-# BBX_CRASH_POINTS=all runs every point (~2,700 here, at ~0.15 s a point).  A failing
+# BBX_CRASH_POINTS=all runs every point (~9,000 here, at 0.15-0.3 s a point).  A failing
 # point's journal and undo output are kept in $BBX_CRASH_KEEP if set.  BBX_CRASH_MODE:
 # alt (default: the run and one process in turn), run, or one.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
@@ -171,7 +171,21 @@ sweep "real programs" "$T2" '
 	mv wide wide.old && mkdir wide && echo new > wide/w1
 	rm -rf wide.old'
 
-# --- 3. a vfork child killed at each of its points ------------------------------------
+# --- 3. git, and four writers at once ------------------------------------------------
+# git's lock files, renamed index and loose objects; then xargs -P 4 appending to 40
+# files concurrently (the counter's order between them is the scheduler's).  40 points.
+T4=$T_TMP/tmpl4
+mkdir "$T4" && rt_project "$T4"
+sweep "git and xargs -P 4" "$T4" '
+	git init -q
+	git add -A
+	git commit -qm one
+	sed -i "s/foo/bar/" src/util.c docs/guide.txt
+	git commit -qam two
+	git checkout -q HEAD~1 -- src/util.c
+	ls wide | head -40 | xargs -P 4 -I{} sh -c "echo x >> wide/{}"' "${BBX_CRASH_POINTS:-40}"
+
+# --- 4. a vfork child killed at each of its points ------------------------------------
 # dash starts /bin/true in a vfork child, which runs the shim's exec wrapper on the
 # shell's memory.  Killed there, alone, it must not take the shell's journaling with it
 # (shim/vfork.c): the shell's next overwrite and symlink are undone like any other.

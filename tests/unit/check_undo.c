@@ -265,6 +265,40 @@ START_TEST(undo_excl_without_result)
 }
 END_TEST
 
+/* git's loose object: a temporary file created, linked to the object's name, removed.
+ * Killed before the link's RESULT (held back until the process's next record) and with
+ * the temporary's removal held back too, undo has no outcome for the link and its source
+ * is gone: the link is the run's because its inode is the one the run's creation of the
+ * source made (found by tests/e2e/t-crash.sh, 7 of 40 points of git). */
+START_TEST(undo_link_without_result_source_gone)
+{
+	struct tree t;
+	tree_make(&t, "linkgone");
+	char tmp[PATH_MAX + 16], obj[PATH_MAX + 16], res[4096];
+	snprintf(tmp, sizeof tmp, "%s/tmp_obj", t.ws);
+	snprintf(obj, sizeof obj, "%s/object", t.ws);
+	struct bbx_run run;
+	tree_run(&t, &run);
+	struct bbx_pending p;
+	ck_assert_int_eq(bbx_cap_open(&run, "open", tmp, O_WRONLY | O_CREAT | O_EXCL, 0444, res,
+				      &p), 0);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0444);
+	ck_assert_int_ge(fd, 0);
+	bbx_cap_done(&run, "open", &p, fd, 0, fd); /* RESULT with the inode */
+	close(fd);
+	ck_assert_int_eq(bbx_cap_link(&run, "link", obj, tmp, &p), 0);
+	ck_assert_int_eq(link(tmp, obj), 0); /* no RESULT: killed */
+	ck_assert_int_eq(unlink(tmp), 0);      /* its record held back, lost */
+	bbx_run_close(&run);
+
+	struct bbx_undo_stats st;
+	undo_clean(&t, &st, 1); /* the object's name; the temporary is gone already */
+	ck_assert_int_eq(access(obj, F_OK), -1);
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+	unit_rm_rf(t.tmp);
+}
+END_TEST
+
 /* Killed between a removal's PRESERVE (how=link) and the removal: the inode is still at
  * its path and objects/ holds a second link to it.  Undo leaves the file as it was, link
  * count included (invariant 7; found by tests/e2e/t-crash.sh). */
@@ -564,6 +598,7 @@ int main(void)
 	tcase_add_test(tc, undo_run_restores_real_tree);
 	tcase_add_test(tc, undo_excl_without_result);
 	tcase_add_test(tc, undo_kept_link_of_file_still_there);
+	tcase_add_test(tc, undo_link_without_result_source_gone);
 	tcase_add_test(tc, undo_drops_orphan_links);
 	tcase_add_test(tc, path_clean);
 	tcase_add_test(tc, pathmap_grows_and_finds);
