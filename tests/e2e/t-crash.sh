@@ -18,7 +18,8 @@
 # drawn from BBX_CRASH_SEED (default: random, printed, so a failure can be replayed);
 # BBX_CRASH_POINTS=all runs every point (~9,000 here, at 0.15-0.3 s a point).  A failing
 # point's journal and undo output are kept in $BBX_CRASH_KEEP if set.  BBX_CRASH_MODE:
-# alt (default: the run and one process in turn), run, or one.
+# alt (default: the run and one process in turn), run, or one.  BBX_CRASH_ONLY=WORDS:
+# only the workloads whose name holds WORDS.
 . "$BBX_SRCDIR/tests/e2e/lib.sh"
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
@@ -62,6 +63,7 @@ points() { od -An -tu8 "$CTR" | tr -d ' '; }
 sweep() {
 	local name=$1 tmpl=$2 script=$3 want=${4:-$WANT} mode=${5:-${BBX_CRASH_MODE:-alt}}
 	local before ws j m n at rc urc bad=0 reached=0 i self who what
+	case $name in *"${BBX_CRASH_ONLY:-}"*) ;; *) return ;; esac
 	before=$(rt_snap "$tmpl" "$name.tmpl")
 	ws=$(new_ws) && rmdir "$ws" && cp -a "$tmpl" "$ws"
 	cmp -s "$before" "$(rt_snap "$ws" "$name.copy")"
