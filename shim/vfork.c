@@ -51,9 +51,14 @@ pid_t bbx_vfork_parent(pid_t child, int guard)
 	int saved = errno;
 	bbx_guard = guard;
 	bbx_run_forget_opener(child);
-	struct bbx_state *st = __atomic_load_n(&bbx_run.st, __ATOMIC_ACQUIRE);
-	if (st && !__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE))
-		bbx_writer_vfork_reclaim(&bbx_run.w, st, 0);
+	/* The status first: it lies in the data page every process writes, bbx_run in a
+	 * page of its own that a process which never journals has not touched (shim.h,
+	 * bbx_journal_fd). */
+	if (!__atomic_load_n(&bbx_status, __ATOMIC_ACQUIRE)) {
+		struct bbx_state *st = __atomic_load_n(&bbx_run.st, __ATOMIC_ACQUIRE);
+		if (st)
+			bbx_writer_vfork_reclaim(&bbx_run.w, st, 0);
+	}
 	errno = saved;
 	return child;
 }
