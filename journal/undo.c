@@ -460,7 +460,7 @@ static void do_remove(struct ctx *c, const struct bbx_rec *r, const struct bbx_u
 		 * links its temporary object to the object's name and removes the temporary:
 		 * killed before the link's held-back RESULT, nothing else says so). */
 		struct stat src;
-		if (!r->path2 ||
+		if (!r->path2 || r->path2[0] != '/' || /* relative: to a directory undo cannot know */
 		    ((lstat(r->path2, &src) < 0 || src.st_ino != sb.st_ino ||
 		      src.st_dev != sb.st_dev) &&
 		     !made_before(c, r->path2, st->off, sb.st_ino))) {

@@ -299,6 +299,41 @@ START_TEST(undo_link_without_result_source_gone)
 }
 END_TEST
 
+/* A link source the shim could not make absolute is recorded as the program passed it.
+ * Without the link's RESULT, undo cannot tell which directory it was relative to: even
+ * where its own working directory happens to be the right one, the new name is kept as
+ * a conflict rather than removed on a guess. */
+START_TEST(undo_link_without_result_relative_source)
+{
+	struct tree t;
+	tree_make(&t, "linkrel");
+	char src[PATH_MAX + 16], obj[PATH_MAX + 16], cwd[PATH_MAX];
+	snprintf(src, sizeof src, "%s/src", t.ws);
+	snprintf(obj, sizeof obj, "%s/object", t.ws);
+	put_file(src, "linked\n");
+	struct bbx_run run;
+	tree_run(&t, &run);
+	struct bbx_pending p;
+	ck_assert_int_eq(bbx_cap_link(&run, "link", obj, "src", &p), 0);
+	ck_assert_int_eq(link(src, obj), 0); /* no RESULT: killed */
+	bbx_run_close(&run);
+
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+	ck_assert_int_eq(chdir(t.ws), 0); /* "src" would name the source from here */
+	struct bbx_undo_opts o = {0};
+	struct bbx_undo_stats st;
+	ck_assert_int_eq(bbx_undo_run(t.jd, &o, &st), 0);
+	ck_assert_int_eq(chdir(cwd), 0);
+	ck_assert_uint_eq(st.conflicts, 1);
+	ck_assert_int_eq(access(obj, F_OK), -1); /* moved aside, not removed */
+	assert_file(src, "linked\n");
+	struct stat sb;
+	ck_assert_int_eq(lstat(src, &sb), 0);
+	ck_assert_uint_eq(sb.st_nlink, 2); /* its other name is the kept conflict */
+	unit_rm_rf(t.tmp);
+}
+END_TEST
+
 /* Killed between a removal's PRESERVE (how=link) and the removal: the inode is still at
  * its path and objects/ holds a second link to it.  Undo leaves the file as it was, link
  * count included (invariant 7; found by tests/e2e/t-crash.sh). */
@@ -599,6 +634,7 @@ int main(void)
 	tcase_add_test(tc, undo_excl_without_result);
 	tcase_add_test(tc, undo_kept_link_of_file_still_there);
 	tcase_add_test(tc, undo_link_without_result_source_gone);
+	tcase_add_test(tc, undo_link_without_result_relative_source);
 	tcase_add_test(tc, undo_drops_orphan_links);
 	tcase_add_test(tc, path_clean);
 	tcase_add_test(tc, pathmap_grows_and_finds);
