@@ -7,7 +7,9 @@
 set -u
 T_N=0
 T_FAIL=0
-T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bbx-e2e.XXXXXX")
+# Without a scratch directory every workspace path below would be empty, and the
+# workloads would run wherever the test was started: stop instead.
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bbx-e2e.XXXXXX") && [ -d "$T_TMP" ] || exit 99
 export BBX_STATE_DIR="$T_TMP/state"
 # git must never walk up out of a test's tree: if a test's own .git were unreadable
 # (a shim bug), git would otherwise find and commit into whatever repository holds

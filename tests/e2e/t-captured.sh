@@ -9,7 +9,7 @@
 # 7 of the state file, the last 17,856 were kept by hard links in objects/), the state
 # file has grown, a file that was there before the run is still kept when removed after
 # them, and bbx-undo brings the workspace back byte for byte.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 8
 
 N=280000

@@ -4,7 +4,7 @@
 # package version configure set, and the journal format that a run's meta really
 # begins with), an unknown option (exit 2, usage on stderr, nothing on stdout), and the
 # dispatcher's errors (an unknown verb or option: exit 2 and a message naming it).
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 TOOLS="bbx bbx-run bbx-undo bbx-log bbx-diff bbx-policy"
 plan 20
 

@@ -5,7 +5,7 @@
 # README (issue 5) are held here against regressions.  Each case runs N calls of one kind
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 PLAN=96
 plan $PLAN
 

@@ -20,7 +20,7 @@
 # point's journal and undo output are kept in $BBX_CRASH_KEEP if set.  BBX_CRASH_MODE:
 # alt (default: the run and one process in turn), run, or one.  BBX_CRASH_ONLY=WORDS:
 # only the workloads whose name holds WORDS.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
 CRASHLIB=$BBX_BUILDDIR/shim/.libs/libbbxshim-crash.so

@@ -5,7 +5,7 @@
 # be without it, and a /dev/null that is not the null device (a file bind-mounted over
 # it, in a private mount namespace) taken the ordinary way: its content kept by a
 # PRESERVE before the truncation, and bbx-undo puts it back byte for byte.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 7
 
 W=$(new_ws)

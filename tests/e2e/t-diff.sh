@@ -3,7 +3,7 @@
 # t-diff.sh - bbx-diff against known edits made by real programs under bbx-run:
 # created, modified (exact hunks, from a link, a copy and an append pre-image),
 # deleted, renamed, chmod, binary; --name-only, --stat, path filters, errors.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 17
 
 W=$(new_ws)

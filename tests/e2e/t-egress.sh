@@ -8,7 +8,7 @@
 # one "bbx: refused connection to ADDR" line and leave a DENY record with that ADDR; an
 # allowed egress must work and leave a NET record.  Records are read with
 # tests/e2e/netrec.py (the binary format), independent of bbx-log's text.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 43
 
 PY=$(python3 -c 'import sys; print(sys.executable)')

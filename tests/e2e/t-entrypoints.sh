@@ -14,7 +14,7 @@
 # Plus: callwrap --list and its imports cover every name, libbbxshim.so exports exactly
 # the names of wrappers.def, and every name has at least one case here.  A few cases at
 # the end reach their file through a symlink or a second hard link.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 
 DEF="$BBX_SRCDIR/shim/wrappers.def"
 CW="$BBX_CALLWRAP"

@@ -11,7 +11,7 @@
 if [ -z "${BBX_E2E_MNTNS:-}" ] && unshare -m --propagation private true 2>/dev/null; then
 	BBX_E2E_MNTNS=1 exec unshare -m --propagation private "$BASH" "$0" "$@"
 fi
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
 NCASES=12

@@ -7,7 +7,7 @@
 # the loader writes one data page; the policy's page tables reach fork children; a
 # capture's scratch comes populated, the one mapped for fork children does not; the
 # variables most processes touch lie in the data segment's page.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 15
 
 SO="$BBX_SHIM"

@@ -5,7 +5,7 @@
 # the test knows happened (pids the processes wrote down themselves, argv, paths,
 # results).  The record types the shim may not write yet (DENY, PROC, EXIT, NET,
 # RESOLVE) come from a journal built by tests/progs/mkjournal with known fields.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 PY=${PYTHON3:-python3}
 plan 47
 

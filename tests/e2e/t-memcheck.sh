@@ -8,7 +8,7 @@
 # was.  (Session 42: mkstemp's pending creation was left uninitialised on the stack, and
 # its garbage "kept" identity could mark the new descriptor; memcheck found it.)
 # valgrind 3.19 has no openat2: the shim's reads take their general path under it.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 4
 if ! command -v valgrind >/dev/null 2>&1; then
 	for _ in 1 2 3 4; do skip "valgrind not installed"; done

@@ -5,7 +5,7 @@
 # .expect file; a fixture using every key prints exactly good-full.expect; the blob's
 # header counts; the lookup order; bbx-run refuses to start on a malformed policy; and
 # explain's decisions over compiled rules (built-in and file ones).
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 
 FIX="$BBX_SRCDIR/tests/policy"
 bads=("$FIX"/bad-*.ini)

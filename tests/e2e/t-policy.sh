@@ -5,7 +5,7 @@
 # paths, EPERM for exec and safe mode), leave the target untouched, write a DENY record
 # naming the rule, and print one "bbx: refused ..." line.  Everything the policy allows
 # must still work.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 133
 
 STATIC="$BBX_BUILDDIR/tests/progs/staticprog"

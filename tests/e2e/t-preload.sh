@@ -4,7 +4,7 @@
 # link; its children, even through `env -i`, join that run; `bbx-log` and `bbx-undo`
 # without a journal argument act on the latest run.  bbx-run without --journal makes a
 # new run and moves `latest` to it.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 13
 W=$(new_ws)
 mkdir -p "$W/d/e"

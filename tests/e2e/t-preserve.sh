@@ -11,7 +11,7 @@
 # What needs no copy (append, removal by hard link, files under the limit) is never
 # limited, and a large copy within the limit carries its size and duration (bbx-log
 # says why the call took long).
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
 # Another filesystem than the journal's (tmpfs): removal there cannot keep a hard link.

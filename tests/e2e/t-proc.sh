@@ -11,7 +11,7 @@
 # successful calls a RESULT with their return value; and no secret appears anywhere in
 # the journal directory or on bbx-run's stderr, while the redaction marker stands where
 # each was.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 
 plan 40
 

@@ -14,7 +14,7 @@
 # what was wrong; all are fixed now and stay as regression tests.  A bug found and not
 # yet fixed is marked TODO (counted as an expected failure, XFAIL; a pass becomes XPASS
 # and fails the suite, so the marker must then go).
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
 ws() { local d; d=$(new_ws); rt_project "$d"; echo "$d"; }

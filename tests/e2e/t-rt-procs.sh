@@ -5,7 +5,7 @@
 # processes mutating concurrently (invariant 4, "even when many processes wrote
 # concurrently"); and a run killed with SIGKILL midway (invariant 7, a torn tail is the
 # end of the log, and undo still restores the start state).
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
 ws() { local d; d=$(new_ws); rt_project "$d"; echo "$d"; }

@@ -5,7 +5,7 @@
 # checkout, reset --hard, clean, gc) and make driving gcc.  Each case: workspace,
 # snapshot, workload under bbx-run, the tree changed, bbx-undo, the first snapshot again
 # (DESIGN.md invariants 3 and 4).
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
 ws() { local d; d=$(new_ws); rt_project "$d"; echo "$d"; }

@@ -9,7 +9,7 @@
 # path's lstat after the run (absent, or its type, mode, size, inode, link count and
 # mtime), and bbx-undo, which compares FINAL with what it finds, must restore the tree
 # with no conflict.  The thread counts depend on the tree only, not on timing.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 14
 # st FILE CMD...: CMD under strace, its clones, opens, preads and waits (bbx-run's own)
 # into FILE; CMD alone, with FILE empty, when strace is not installed.

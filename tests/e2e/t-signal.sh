@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # A signal handler that mutates while the program is blocked inside a wrapped call
 # (open of a FIFO for writing, with no reader) is journaled, and undo restores what it destroyed.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 8
 W=$(new_ws)
 mkfifo "$W/fifo"

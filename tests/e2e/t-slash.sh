@@ -11,7 +11,7 @@
 # calls made bare; gnulib's check, compiled and run; 163 mutating calls on awkward names
 # (tests/progs/pathcases) bare and under bbx; a script of real programs' operations,
 # bare and under bbx, by the trees they leave; and bbx-undo's round trips.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 plan 9
 
 CW=${BBX_CALLWRAP:?}

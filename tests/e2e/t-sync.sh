@@ -7,7 +7,7 @@
 # really happen: none under off, one fdatasync per record written before a mutation
 # (plus the seal's) under always, between one and that many under group, and the
 # objects fsynced under both.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
 WORK='echo overwritten > docs/README.md && echo more >> docs/guide.txt && rm -rf deep &&

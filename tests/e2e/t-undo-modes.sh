@@ -5,7 +5,7 @@
 # transaction rolls itself back, undo of the undo brings back the post-run tree
 # (invariant 3: undo journals what it overwrites), and conflicts with later changes
 # made outside the shim (exit 3, the later version kept beside as PATH.bbx-conflict[.N]).
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 . "$BBX_SRCDIR/tests/e2e/roundtrip.sh"
 
 ws() { local d; d=$(new_ws); rt_project "$d"; echo "$d"; }

@@ -6,7 +6,7 @@
 # checksum, an edited SEAL, a missing object, a truncated tail), are each caught, with
 # the exact message at the exact offset.  The expected offsets and chain values come
 # from tests/e2e/jtool.py, which parses the journal and computes XXH64 on its own.
-. "$BBX_SRCDIR/tests/e2e/lib.sh"
+. "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 
 V=$BBX_BUILDDIR/tests/progs/verify-run
 JT() { "${PYTHON3:-python3}" "$BBX_SRCDIR/tests/e2e/jtool.py" "$@"; }
