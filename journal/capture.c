@@ -1475,6 +1475,98 @@ int bbx_cap_open(struct bbx_run *run, const char *op, const char *path, int ofla
  * off: run.c), else the record is written at once as before. */
 static __thread int preserve_before_rename __attribute__((tls_model("initial-exec")));
 
+/* A directory about to be removed: its extended attributes (POSIX ACLs and SELinux
+ * labels among them) go into its RMDIR record, which undo recreates it from (its
+ * entries were each kept when removed; journal-format.md 5.6).  Most directories have
+ * none, which costs one llistxattr.  When they do not fit the thread's buffer the
+ * record moves to a mapping (*map, *mapsz: the caller unmaps it), as a META's large
+ * old value does.  0, or -errno: the removal is then refused rather than made without
+ * them (-EAGAIN: they changed while being read). */
+/* llistxattr(2) by its system call: the shim imports no more libc symbols for it (each
+ * import is a word of the loader's data page; tests/e2e/t-layout.sh). */
+static ssize_t k_llistxattr(const char *path, char *buf, size_t size)
+{
+	long r = bbx_sys_raw4(SYS_llistxattr, (long)path, (long)buf, (long)size, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+static int enc_dir_xattrs(struct bbx_enc *e, const char *path, void **map, size_t *mapsz)
+{
+	char small[1024], *names = small;
+	void *nmap = NULL;
+	size_t nmapsz = 0;
+	ssize_t nl = k_llistxattr(path, small, sizeof small);
+	if (nl < 0 && errno == ERANGE && (nl = k_llistxattr(path, NULL, 0)) > 0) {
+		nmapsz = (size_t)nl + 4096;
+		nmap = mmap(NULL, nmapsz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (nmap == MAP_FAILED)
+			return -ENOMEM;
+		names = nmap;
+		nl = k_llistxattr(path, names, nmapsz);
+	}
+	int rc = 0;
+	if (nl < 0) {
+		rc = errno == ENOTSUP || errno == ENOENT ? 0 : errno == ERANGE ? -EAGAIN : -errno;
+		goto out;
+	}
+	size_t total = 0;
+	for (ssize_t i = 0; i < nl; i += (ssize_t)strlen(names + i) + 1) {
+		ssize_t v = lgetxattr(path, names + i, NULL, 0);
+		if (v >= 0)
+			total += strlen(names + i) + 1 + 4 + (size_t)v;
+	}
+	if (!total)
+		goto out;
+	if (e->len + 6 + total + BBX_REC_TRAILER_LEN + 64 > e->cap) {
+		size_t sz = e->len + total + PATH_MAX + 256;
+		void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(m, e->buf, e->len);
+		e->buf = m;
+		e->cap = sz;
+		*map = m;
+		*mapsz = sz;
+	}
+	size_t room = 0, at = 0;
+	uint8_t *dst = bbx_enc_room(e, &room);
+	if (!dst || room < total) {
+		rc = -ENAMETOOLONG;
+		goto out;
+	}
+	for (ssize_t i = 0; i < nl; i += (ssize_t)strlen(names + i) + 1) {
+		size_t l = strlen(names + i) + 1;
+		if (at + l + 4 > total) {
+			rc = -EAGAIN; /* one more attribute than counted */
+			goto out;
+		}
+		ssize_t v = lgetxattr(path, names + i, dst + at + l + 4, total - at - l - 4);
+		if (v < 0) {
+			if (errno == ENODATA)
+				continue; /* removed meanwhile */
+			rc = errno == ERANGE ? -EAGAIN : -errno;
+			goto out;
+		}
+		memcpy(dst + at, names + i, l);
+		uint32_t n = (uint32_t)v;
+		for (int k = 0; k < 4; k++)
+			dst[at + l + k] = (uint8_t)(n >> (8 * k));
+		at += l + 4 + (size_t)v;
+	}
+	if (at)
+		bbx_enc_commit(e, BBX_T_XATTRS, at);
+out:
+	if (nmap)
+		munmap(nmap, nmapsz);
+	return rc;
+}
+
 /* PRESERVE of a name about to disappear (unlink, rename-over) or RMDIR. */
 int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 {
@@ -1499,7 +1591,13 @@ int bbx_cap_remove(struct bbx_run *run, const char *op, const char *path)
 		bbx_nsgen_bump(); /* its name may be taken by a symlink next (bbx_dname) */
 		begin(&e, BBX_REC_RMDIR, op, path);
 		enc_stat(&e, &sb);
-		rc = bbx_run_emit(run, &e, seq);
+		void *xmap = NULL;
+		size_t xmapsz = 0;
+		rc = enc_dir_xattrs(&e, path, &xmap, &xmapsz);
+		if (rc == 0)
+			rc = bbx_run_emit(run, &e, seq);
+		if (xmap)
+			munmap(xmap, xmapsz);
 		/* Its inode number is about to be free for reuse by anyone: a stale "captured"
 		 * mark would make a stranger's new file look already preserved.  (If the
 		 * rmdir fails, forgetting only costs a second DIRMETA later.) */

@@ -373,6 +373,19 @@ int bbx_rec_decode_types(const void *vp, size_t avail, struct bbx_rec *r, uint32
 			r->argv_len = n;
 			break;
 		case BBX_T_XVALUE: r->xvalue = v; r->xvalue_len = n; r->has_xvalue = true; break;
+		case BBX_T_XATTRS: {
+			size_t o = 0, vl;
+			const char *nm;
+			const void *vv;
+			int k;
+			while ((k = bbx_xattrs_next(v, n, &o, &nm, &vv, &vl)) > 0)
+				;
+			if (k < 0)
+				return -EBADMSG;
+			r->xattrs = v;
+			r->xattrs_len = n;
+			break;
+		}
 		case BBX_T_STAT:
 			if (n != BBX_STAT_ENC_LEN)
 				return -EBADMSG;
@@ -454,4 +467,24 @@ void bbx_fmt_size(uint64_t n, char *out, size_t cap)
 		whole++, tenths = 0;
 	snprintf(out, cap, "%llu.%llu %s", (unsigned long long)whole, (unsigned long long)tenths,
 		 unit[u]);
+}
+
+int bbx_xattrs_next(const uint8_t *p, size_t len, size_t *off, const char **name,
+		    const void **val, size_t *vlen)
+{
+	size_t o = *off;
+	if (o >= len)
+		return 0;
+	const uint8_t *nul = memchr(p + o, 0, len - o);
+	if (!nul || nul == p + o || (size_t)(len - (size_t)(nul + 1 - p)) < 4)
+		return -1;
+	size_t at = (size_t)(nul + 1 - p);
+	uint32_t n = get32(p + at);
+	if (n > len - at - 4)
+		return -1;
+	*name = (const char *)(p + o);
+	*val = p + at + 4;
+	*vlen = n;
+	*off = at + 4 + n;
+	return 1;
 }

@@ -84,6 +84,8 @@ enum bbx_tag {
 	BBX_T_ACCESS = 34,   /* u32: enum bbx_access (what a DENY was about) */
 	BBX_T_DURATION = 35, /* u64: ns a capture spent keeping its pre-image (a PRESERVE copy) */
 	BBX_T_OFFSET = 36,   /* u64: where a packed pre-image starts in its object (how=packed) */
+	BBX_T_XATTRS = 37,   /* bytes: a removed directory's extended attributes, each as its
+				name, NUL, u32 value length (LE), value; back to back */
 };
 
 enum bbx_decision {
@@ -222,6 +224,7 @@ struct bbx_rec {
 	const char *target; size_t target_len;
 	const char *argv; size_t argv_len; /* NUL-separated */
 	const void *xvalue; size_t xvalue_len; bool has_xvalue;
+	const uint8_t *xattrs; size_t xattrs_len; /* BBX_T_XATTRS, checked by decode */
 	struct bbx_stat st; bool has_stat;
 	uint64_t size, ref, dev, ino, count, duration, offset;
 	bool has_size, has_ref, has_ino, has_ret, has_duration, has_offset;
@@ -244,6 +247,11 @@ int bbx_rec_decode_types(const void *p, size_t avail, struct bbx_rec *out, uint3
 /* A byte count for people: "512 bytes", "300 KiB", "1.5 GiB" (binary units; one
  * decimal unless exact).  Integer arithmetic only, no allocation: usable in the shim. */
 void bbx_fmt_size(uint64_t n, char *out, size_t cap);
+
+/* The next attribute of an XATTRS field (p, len) from *off: its name, value and value
+ * length.  Returns 1 (and advances *off), 0 at the end, -1 if the field is malformed. */
+int bbx_xattrs_next(const uint8_t *p, size_t len, size_t *off, const char **name,
+		    const void **val, size_t *vlen);
 
 /* Number of argv strings in r->argv. */
 size_t bbx_rec_argc(const struct bbx_rec *r);

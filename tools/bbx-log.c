@@ -635,6 +635,14 @@ static void print_record(FILE *o, const struct bbx_rec *r)
 		if (r->xname)
 			fprintf(o, " xattr=%s%s", r->xname, r->has_xvalue ? "" : "(absent)");
 	}
+	if (r->xattrs_len) {
+		size_t off = 0, vlen, n = 0;
+		const char *name;
+		const void *val;
+		while (bbx_xattrs_next(r->xattrs, r->xattrs_len, &off, &name, &val, &vlen) > 0)
+			n++;
+		fprintf(o, " xattrs=%zu", n);
+	}
 	if (r->has_stat && r->type != BBX_REC_FINAL)
 		fprintf(o, " was=%04o,%u:%u,%llu", r->st.mode & 07777, r->st.uid, r->st.gid,
 			(unsigned long long)r->st.size);

@@ -162,6 +162,18 @@ void bbx_log_print_json(FILE *o, const struct ev *e)
 		putc(']', o);
 		json_kstr(o, &f, "xattr", r->xname);
 	}
+	if (r->xattrs_len) { /* a removed directory's attributes: their names */
+		size_t off = 0, vlen;
+		const char *name, *sep = "";
+		const void *val;
+		fprintf(o, ",\"xattrs\":[");
+		while (bbx_xattrs_next(r->xattrs, r->xattrs_len, &off, &name, &val, &vlen) > 0) {
+			fputs(sep, o);
+			bbx_log_json_str(o, name);
+			sep = ",";
+		}
+		putc(']', o);
+	}
 	if (r->has_stat)
 		json_stat(o, &f, "stat", &r->st);
 	if (r->has_ino)

@@ -131,6 +131,16 @@ rt_project() {
 	ln -s does/not/exist "$d/dangling"
 	echo 'shared content' >"$d/hl/a"
 	ln "$d/hl/a" "$d/hl/b"
+	# Extended attributes (snapshot.py compares them) on files the workloads rewrite,
+	# truncate, remove or rename, and on a directory.
+	"$PY" - "$d" <<-'EOF' || diag "no user xattrs in $d: not checked there"
+	import os, sys
+	for p, v in (("docs/guide.txt", b"guide"), ("src/util.c", b"\x00bin\xff"),
+	             ("wide/w1", b"w1"), ("deep/level1/level2/f2.txt", b"deep"),
+	             ("data/blob.bin", b"blob"), ("secret.txt", b"s"), ("docs", b"dir"),
+	             ("hl/a", b"shared")):
+	    os.setxattr(os.path.join(sys.argv[1], p), "user.bbx", v)
+	EOF
 	rt_oldtimes "$d"
 }
 

@@ -3,8 +3,9 @@
 """snapshot.py DIR - print one line per path under DIR (DIR itself included):
 relative path, type, mode, uid, gid, size, sha256 (regular files), link target
 (symlinks), mtime in ns, rdev (devices), and the link count of non-directories (so an
-undo that leaves a stray hard link somewhere - in its journal, say - shows).
-Sorted, so two snapshots of identical trees are byte-identical."""
+undo that leaves a stray hard link somewhere - in its journal, say - shows); then one
+line per extended attribute the caller can list (user.*, and trusted.* as root), with
+its value.  Sorted, so two snapshots of identical trees are byte-identical."""
 import hashlib, os, stat, sys
 
 def line(root, p):
@@ -24,16 +25,23 @@ def line(root, p):
         extra = "rdev=%d" % st.st_rdev
     mtime = str(st.st_mtime_ns)
     links = "-" if stat.S_ISDIR(st.st_mode) else str(st.st_nlink)
-    return "%s\t%o\t%o\t%d\t%d\t%d\t%s\t%s\tnlink=%s" % (
+    out = ["%s\t%o\t%o\t%d\t%d\t%d\t%s\t%s\tnlink=%s" % (
         rel, kind >> 12, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid,
-        st.st_size if not stat.S_ISDIR(st.st_mode) else 0, mtime, extra, links)
+        st.st_size if not stat.S_ISDIR(st.st_mode) else 0, mtime, extra, links)]
+    try:
+        names = os.listxattr(p, follow_symlinks=False)
+    except OSError:  # a filesystem without extended attributes
+        names = []
+    for n in names:
+        out.append("%s\txattr\t%s=%r" % (rel, n, os.getxattr(p, n, follow_symlinks=False)))
+    return out
 
 def main():
     root = sys.argv[1]
-    out = [line(root, root)]
+    out = line(root, root)
     for d, dirs, files in os.walk(root):
         for n in dirs + files:
-            out.append(line(root, os.path.join(d, n)))
+            out.extend(line(root, os.path.join(d, n)))
     out.sort()
     sys.stdout.write("\n".join(out) + "\n")
 

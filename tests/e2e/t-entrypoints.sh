@@ -49,9 +49,9 @@ mk_ws() {
 	find "$W" -depth -exec touch -h -d "@$OLD" {} +
 }
 
-# snapx DIR OUT: snapshot.py's lines, plus every user xattr (snapshot.py has none), into
-# OUT.  About 300 snapshots are taken; a python3 start costs ~0.1 s on a slow machine, so
-# one python3 serves them all, running the very snapshot.py that lib.sh's snap runs.
+# snapx DIR OUT: snapshot.py's lines (xattrs included) into OUT.  About 300 snapshots
+# are taken; a python3 start costs ~0.1 s on a slow machine, so one python3 serves them
+# all, running the very snapshot.py that lib.sh's snap runs.
 SNAP_PY='
 import io, os, runpy, sys
 from contextlib import redirect_stdout
@@ -63,13 +63,6 @@ for req in sys.stdin:
         sys.argv = [script, root]
         with redirect_stdout(buf):
             runpy.run_path(script, run_name="__main__")
-        xs = []
-        for d, dirs, files in os.walk(root):
-            for p in [d] + [os.path.join(d, n) for n in dirs + files]:
-                for n in os.listxattr(p, follow_symlinks=False):
-                    v = os.getxattr(p, n, follow_symlinks=False)
-                    xs.append("xattr\t%s\t%s=%r\n" % (os.path.relpath(p, root), n, v))
-        buf.write("".join(sorted(xs)))
     except Exception as e:
         buf.write("snapshot failed: %r\n" % e)
     with open(out, "w") as f:

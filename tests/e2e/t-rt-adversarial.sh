@@ -714,6 +714,10 @@ rt_case "directory renamed, then emptied, deleted and its name reused" "$W" \
 	 mv d2 wide/d3 && rm -rf wide && mkdir docs && echo new > docs/README.md && rm secret.txt &&
 	 echo new > secret.txt && rm secret.txt && mv script.sh secret.txt && mv src/main.c script.sh' \
 	'[ ! -e wide ] && [ "$(cat docs/README.md)" = new ]'
+# docs carried an extended attribute (rt_project) when rm -rf removed it as wide/d3: its
+# RMDIR kept it, and the snapshot above saw it back.
+bbx-log -r --no-pager "$RT_J" | grep -Eq " RMDIR [a-z0-9]+ $W/wide/d3 .*xattrs=1"
+ok $? "a removed directory's RMDIR record holds its extended attribute"
 
 W=$(ws)
 mkfifo "$W/fifo"
