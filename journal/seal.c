@@ -6,6 +6,7 @@
  * the witness: any change to an inode's content or metadata moves it, and no program
  * can set it back.
  */
+#include "capture.h"
 #include "pathmap.h"
 #include "run.h"
 #include "undo.h"
@@ -37,9 +38,57 @@ static int touched(const struct bbx_rec *r)
 	return r->type != BBX_REC_CREATE || r->kind != BBX_KIND_ANON;
 }
 
-static int emit_final(struct bbx_run *run, struct bbx_run_batch *b, const char *path, int ret,
-		      const struct stat *sb)
+/* Files the run's remaining processes held open for writing when its command ended
+ * (bbx_seal_run's held), sorted by device and inode, and the FINAL paths found to be
+ * one of them: each gets a NOTE after the FINAL records (undo.c, conflicts_phase). */
+struct held_set {
+	const struct bbx_held *f;
+	size_t n;
+	struct held_note {
+		char *path;
+		const struct bbx_held *by;
+	} *notes;
+	size_t nnotes, cap;
+	int failed; /* no memory for a note: the seal fails rather than drop it */
+};
+
+static int held_cmp(const void *a, const void *b)
 {
+	const struct bbx_held *x = a, *y = b;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static void held_check(struct held_set *h, const char *path, const struct stat *sb)
+{
+	struct bbx_held key = {.dev = sb->st_dev, .ino = sb->st_ino};
+	const struct bbx_held *by = bsearch(&key, h->f, h->n, sizeof *h->f, held_cmp);
+	if (!by || !S_ISREG(sb->st_mode))
+		return;
+	if (h->nnotes == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 16;
+		struct held_note *n = realloc(h->notes, cap * sizeof *n);
+		if (!n) {
+			h->failed = 1;
+			return;
+		}
+		h->notes = n;
+		h->cap = cap;
+	}
+	char *c = strdup(path);
+	if (!c) {
+		h->failed = 1;
+		return;
+	}
+	h->notes[h->nnotes++] = (struct held_note){.path = c, .by = by};
+}
+
+static int emit_final(struct bbx_run *run, struct bbx_run_batch *b, struct held_set *h,
+		      const char *path, int ret, const struct stat *sb)
+{
+	if (h && h->n && ret == 0)
+		held_check(h, path, sb);
 	uint8_t buf[PATH_MAX + 512];
 	struct bbx_enc e;
 	bbx_enc_begin(&e, buf, sizeof buf, BBX_REC_FINAL);
@@ -297,14 +346,14 @@ static int helper_ready(struct dir_cache **hc, struct fin **out, size_t outlen)
 }
 
 /* FINAL records for ps[from..to), stated and written one by one by this thread. */
-static int one_by_one(struct bbx_run *run, struct bbx_run_batch *batch, struct dir_cache *dc,
-		      const char *const *ps, size_t n, size_t from, size_t to)
+static int one_by_one(struct bbx_run *run, struct bbx_run_batch *batch, struct held_set *h,
+		      struct dir_cache *dc, const char *const *ps, size_t n, size_t from, size_t to)
 {
 	int rc = 0;
 	for (size_t i = from; rc == 0 && i < to; i++) {
 		struct stat sb;
 		int ret = stat_final(dc, ps, n, i, &sb);
-		rc = emit_final(run, batch, ps[i], ret, &sb);
+		rc = emit_final(run, batch, h, ps[i], ret, &sb);
 	}
 	return rc;
 }
@@ -337,8 +386,8 @@ static void fd_table_room(void)
 }
 
 /* One FINAL for each of ps[0..n), in order. */
-static int finals(struct bbx_run *run, struct bbx_run_batch *batch, const char *const *ps,
-		  size_t n)
+static int finals(struct bbx_run *run, struct bbx_run_batch *batch, struct held_set *h,
+		  const char *const *ps, size_t n)
 {
 	struct dir_cache *dc = malloc(sizeof *dc), *hc = NULL;
 	struct fin *out = NULL;
@@ -357,7 +406,7 @@ static int finals(struct bbx_run *run, struct bbx_run_batch *batch, const char *
 		if (two && hi - lo >= SEAL_PROBE + SEAL_PAR_MIN) {
 			size_t free0 = dc->free_answers;
 			mid = lo + SEAL_PROBE;
-			rc = one_by_one(run, batch, dc, ps, n, lo, mid);
+			rc = one_by_one(run, batch, h, dc, ps, n, lo, mid);
 			if (rc == 0 && dc->free_answers - free0 < SEAL_PROBE / 2 &&
 			    (two = helper_ready(&hc, &out, outlen))) {
 				b = (struct block){.ps = ps, .n = n, .lo = mid, .hi = hi, .next = mid,
@@ -366,14 +415,14 @@ static int finals(struct bbx_run *run, struct bbx_run_batch *batch, const char *
 					stat_chunks(&b, dc);
 					pthread_join(t, NULL);
 					for (size_t i = mid; rc == 0 && i < hi; i++)
-						rc = emit_final(run, batch, ps[i], out[i - mid].ret,
-								&out[i - mid].sb);
+						rc = emit_final(run, batch, h, ps[i],
+								out[i - mid].ret, &out[i - mid].sb);
 					continue;
 				}
 			}
 		}
 		if (rc == 0)
-			rc = one_by_one(run, batch, dc, ps, n, mid, hi);
+			rc = one_by_one(run, batch, h, dc, ps, n, mid, hi);
 	}
 	dir_cache_close(dc);
 	free(dc);
@@ -412,7 +461,7 @@ int bbx_seal(const char *dir, size_t *npaths)
 	int rc = bbx_run_open(&run, dir);
 	if (rc)
 		return rc;
-	rc = bbx_seal_run(&run, dir, npaths, NULL);
+	rc = bbx_seal_run(&run, dir, npaths, NULL, NULL, 0);
 	bbx_run_close(&run);
 	return rc;
 }
@@ -599,8 +648,33 @@ static void pre_free(struct bbx_seal_pre *p)
 	free(p);
 }
 
+void bbx_seal_mark(struct bbx_run *run)
+{
+	/* Stragglers note their changes from now on (capture.c, covered()): flag first,
+	 * so a change racing with the FINAL records is either noted or already in them. */
+	__atomic_fetch_or(&run->st->flags, BBX_STATE_SEALED, __ATOMIC_SEQ_CST);
+}
+
+/* One NOTE for each FINAL path a remaining process of the run held open for writing:
+ * what it writes there after the seal is the run's, not a stranger's (8.1). */
+static int held_notes(struct bbx_run *run, struct held_set *h)
+{
+	int rc = h->failed ? -ENOMEM : 0;
+	for (size_t i = 0; i < h->nnotes; i++) {
+		char text[128];
+		snprintf(text, sizeof text,
+			 "open for writing by pid %d (%s) when the run was sealed", (int)h->notes[i].by->pid,
+			 h->notes[i].by->comm[0] ? h->notes[i].by->comm : "?");
+		if (rc == 0)
+			rc = bbx_cap_note(run, "seal", h->notes[i].path, text);
+		free(h->notes[i].path);
+	}
+	free(h->notes);
+	return rc;
+}
+
 int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths,
-		 struct bbx_seal_pre *pre)
+		 struct bbx_seal_pre *pre, const struct bbx_held *held, size_t nheld)
 {
 	if (pre && pre->failed) {
 		pre_free(pre);
@@ -624,9 +698,17 @@ int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths,
 		return -ENOMEM;
 	}
 	batch->len = 0;
-	/* Stragglers note their changes from now on (capture.c, covered()): flag first,
-	 * so a change racing with the FINAL records is either noted or already in them. */
-	__atomic_fetch_or(&run->st->flags, BBX_STATE_SEALED, __ATOMIC_SEQ_CST);
+	bbx_seal_mark(run);
+	struct held_set hs = {0};
+	struct bbx_held *sorted = NULL;
+	if (nheld && (sorted = malloc(nheld * sizeof *sorted))) {
+		memcpy(sorted, held, nheld * sizeof *sorted);
+		qsort(sorted, nheld, sizeof *sorted, held_cmp);
+		hs.f = sorted;
+		hs.n = nheld;
+	} else if (nheld) {
+		hs.failed = 1;
+	}
 	/* One FINAL per path the run touched (15,000 for a git add of a node_modules):
 	 * nothing in this process closes or replaces the writer's descriptor meanwhile, so
 	 * it is verified once, not with an fstat and an fcntl before every record
@@ -642,13 +724,17 @@ int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths,
 		rc = collect_rec(c, &rec, NULL, NULL);
 	size_t n = c->n;
 	if (rc == 0)
-		rc = finals(run, batch, c->ps, n);
+		rc = finals(run, batch, &hs, c->ps, n);
 	collect_free(c);
 	if (pre)
 		pre_free(pre);
 	if (rc == 0)
 		rc = bbx_run_batch_flush(run, batch);
 	free(batch);
+	int hrc = held_notes(run, &hs);
+	if (rc == 0)
+		rc = hrc;
+	free(sorted);
 	if (rc == 0) {
 		uint8_t buf[256];
 		struct bbx_enc e;

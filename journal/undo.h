@@ -76,11 +76,26 @@ int bbx_undo_run(const char *dir, const struct bbx_undo_opts *o, struct bbx_undo
 int bbx_seal(const char *dir, size_t *npaths);
 struct bbx_run;
 struct bbx_seal_pre;
+/* A regular file a process of the run still held open for writing, or mapped shared
+ * and writable, when the command ended (bbx-run, tools/straggle.c). */
+struct bbx_held {
+	uint64_t dev, ino;
+	int32_t pid;
+	char comm[16];
+};
 /* The same through a run the caller has open on dir (bbx-run, after the command's EXIT
  * record): one opening of the run less.  With pre (else NULL), after that prescan,
- * reading the journal from where it got to; pre is freed whatever the outcome. */
+ * reading the journal from where it got to; pre is freed whatever the outcome.  Each
+ * FINAL path that is one of held[0..nheld) (same device and inode) is followed, after
+ * the FINAL records, by a NOTE naming it: what its holder writes there after the seal
+ * is the run's own change, not a stranger's (journal-format.md 5.11, 8.1). */
 int bbx_seal_run(struct bbx_run *run, const char *dir, size_t *npaths,
-		 struct bbx_seal_pre *pre);
+		 struct bbx_seal_pre *pre, const struct bbx_held *held, size_t nheld);
+/* Sets the run's SEALED flag (bbx_seal_run does it first too): from then on a process
+ * of the run notes each change to a file already captured.  A caller that looks for
+ * files held open (bbx-run) marks the run first, so that a file is either held at
+ * its look or noted when opened after it. */
+void bbx_seal_mark(struct bbx_run *run);
 
 /* The seal's first pass, done while the command still runs (bbx-run, between its
  * waits for the command): the journal read as far as the writers have accounted for

@@ -10,6 +10,7 @@
 #include "journal/undo.h"
 #include "policy/policy.h"
 #include "sandbox.h"
+#include "straggle.h"
 
 #include <dlfcn.h>
 #include <err.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -84,6 +86,21 @@ static void forward(int sig)
 }
 
 /* The command line for meta: argv redacted (journal/redact.h), newlines as spaces. */
+/* Reaps, without waiting, the run's orphans that have ended (this process is their
+ * subreaper); when the command itself is among them, its status goes to *status and
+ * 1 is returned. */
+static int reap_others(int *status)
+{
+	int st;
+	pid_t w;
+	while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+		if (w == child) {
+			*status = st;
+			return 1;
+		}
+	return 0;
+}
+
 static char *join_argv(char **av)
 {
 	size_t need = bbx_redact_argv(av, NULL, 0);
@@ -267,6 +284,10 @@ int main(int argc, char **argv)
 	 *  - its setup is bounded (no approval waits in it: [exec] ask refuses), and
 	 *    SIGTERM or SIGHUP sent to bbx-run meanwhile stay blocked here, then pending,
 	 *    and are forwarded as soon as the child's pid is known. */
+	/* The run's child subreaper: a process of it whose parent exits comes to this one,
+	 * not to init, so that the seal can find the processes that outlive the command
+	 * (straggle.c).  This process reaps them meanwhile (reap_others). */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	sigset_t fwdset, omask;
 	sigemptyset(&fwdset);
 	sigaddset(&fwdset, SIGTERM);
@@ -304,20 +325,27 @@ int main(int argc, char **argv)
 		bbx_writer_vfork_reclaim(&run.w, run.st, 1);
 	struct bbx_seal_pre *prescan = opened ? bbx_seal_pre_new(&run, dir) : NULL;
 	int pfd = prescan ? (int)syscall(SYS_pidfd_open, child, 0) : -1;
+	int status, reaped = 0;
 	if (pfd >= 0) {
 		struct pollfd pf = {.fd = pfd, .events = POLLIN};
 		for (;;) {
 			int n = poll(&pf, 1, PRESCAN_MS);
-			if (n == 0)
+			if (n == 0) {
 				bbx_seal_pre_step(prescan);
-			else if (n > 0 || errno != EINTR)
+				if ((reaped = reap_others(&status)))
+					break;
+			} else if (n > 0 || errno != EINTR) {
 				break; /* the command has ended (or poll cannot say): wait below */
+			}
 		}
 		close(pfd);
 	}
-	int status;
-	while (waitpid(child, &status, 0) < 0) {
-		if (errno != EINTR) {
+	/* Orphans of the run that end meanwhile are reaped here too (subreaper, above). */
+	while (!reaped) {
+		pid_t w = waitpid(-1, &status, 0);
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR) {
 			warn("waitpid");
 			_exit(1);
 		}
@@ -331,8 +359,20 @@ int main(int argc, char **argv)
 		warnx("%s: cannot journal the command's exit: %s", dir, strerror(-rc));
 
 	unsetenv("LD_PRELOAD");
+	/* The run's processes that outlive the command: the files they hold open for
+	 * writing, looked for once the run is marked sealed (from then on an open of a
+	 * captured file is noted by the shim; one already open is found here). */
+	struct bbx_held *held = NULL;
+	size_t nheld = 0, nstrag = 0;
+	if (opened) {
+		bbx_seal_mark(&run);
+		nheld = bbx_stragglers_held(&held, &nstrag);
+	}
+	if (nstrag && !quiet)
+		fprintf(stderr, "bbx-run: %zu process%s of the run still running; later changes are journaled too\n",
+			nstrag, nstrag == 1 ? "" : "es");
 	size_t npaths = 0;
-	if ((rc = opened ? bbx_seal_run(&run, dir, &npaths, prescan)
+	if ((rc = opened ? bbx_seal_run(&run, dir, &npaths, prescan, held, nheld)
 			 : bbx_seal(dir, &npaths)))
 		warnx("sealing %s: %s (undo still works; conflict detection does not)", dir,
 		      strerror(-rc));
@@ -365,6 +405,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bbx-run: journal %s (%zu paths touched); undo with: bbx-undo\n", dir,
 			npaths);
 	}
+	free(held);
 	free(via);
 	free(pblob);
 	/* Not exit(): the shim the child loaded (above, vfork) is in this address space,

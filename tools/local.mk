@@ -2,6 +2,7 @@
 bin_PROGRAMS += tools/bbx tools/bbx-run tools/bbx-undo tools/bbx-log tools/bbx-diff
 noinst_LTLIBRARIES += tools/libbbxtool.la
 tools_libbbxtool_la_SOURCES = tools/common.c tools/common.h tools/sandbox.c tools/sandbox.h \
+	tools/straggle.c tools/straggle.h \
 	tools/verify.c tools/verify.h
 tools_libbbxtool_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 tools_libbbxtool_la_LIBADD = journal/libbbxundo.la policy/libbbxpol.la

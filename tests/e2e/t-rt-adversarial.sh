@@ -72,9 +72,9 @@ rt_case "unix socket created by bind()" "$W" \
 	'"$PY" -c "import socket; socket.socket(socket.AF_UNIX).bind(\"app.sock\")"' \
 	'[ -S app.sock ]'
 
-# A child that outlives bbx-run keeps journaling (records after SEAL), but undo takes its
-# changes to paths the run had already touched for "changed after the run": kept as
-# .bbx-conflict, and an appended file is left as it is.
+# A child that outlives bbx-run keeps journaling (records after SEAL): its changes to
+# paths the run had already captured each write a NOTE, so undo takes them for the
+# run's own and restores the start, with no conflict.
 W=$(ws)
 rt_case "a background child outlives the run (its later changes are journaled)" "$W" \
 	'(sleep 0.3; echo late >> docs/README.md; echo late >> docs/guide.txt; rm -f wide/w2) \
@@ -97,6 +97,36 @@ f.write(\"written after the seal\\n\")
 f.close()" </dev/null >/dev/null 2>&1 &
 	 sleep 0.3' \
 	'sleep 1; grep -q "after the seal" late/f'
+
+# The agent's usual `cmd > log &`: the shell opens the log before the seal, the command
+# writes it after, through a descriptor no wrapper sees.  bbx-run, the run's subreaper,
+# finds the file open for writing in a process that outlived the command and notes it
+# after its FINAL record: undo restores the log, no conflict (it was kept as a
+# .bbx-conflict before, and undo exited 3).
+W=$(ws)
+rt_case "a background job writes after the seal to the log its shell opened before" "$W" \
+	'(sleep 0.6; echo late) >docs/README.md 2>/dev/null </dev/null &
+	 sleep 0.3' \
+	'sleep 1; grep -q late docs/README.md'
+grep -Eq "^bbx-run: [0-9]+ process(es)? of the run still running" "$T_TMP/run.err"
+ok $? "bbx-run says a process of the run outlived it"
+bbx-log -r --no-pager "$RT_J" | grep -q "NOTE seal $W/docs/README.md text=open for writing by pid"
+ok $? "the journal notes the log as open for writing by the straggler at the seal"
+
+# The same through a shared writable mapping, its descriptor closed before the seal:
+# stores into it make no system call at all (/proc/PID/maps gives the file).
+W=$(ws)
+rt_case "a background job stores into a shared mapping after the seal" "$W" \
+	'"$PY" -c "import mmap, os, time
+fd = os.open(\"data/blob.bin\", os.O_RDWR)
+m = mmap.mmap(fd, 0)
+os.close(fd)
+time.sleep(0.6)
+m[0:5] = b\"LATE!\"
+m.flush()
+m.close()" </dev/null >/dev/null 2>&1 &
+	 sleep 0.3' \
+	'sleep 1; [ "$(head -c 5 data/blob.bin)" = "LATE!" ]'
 
 # fakeroot puts libfakeroot before the shim in LD_PRELOAD: the shim's own lstat() is
 # answered by libfakeroot, so META records hold the faked (already changed) owner and
