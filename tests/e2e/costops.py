@@ -12,6 +12,9 @@ if sys.argv[1] == "--prep":
     if op in ("unlinkold", "unlinkxdev", "chmodold", "touchold", "appendold"):
         for i in range(n):
             open("f%d" % i, "w").write("old %d\n" % i)
+    if op == "rmdirold":
+        for i in range(n):
+            os.mkdir("d%d" % i)
     if op in ("chmodatold", "linkold"):
         os.mkdir("d")
         for i in range(n):
@@ -157,6 +160,8 @@ for i in range(n):
         os.link("d/f%d" % i, "l%d" % i)
     elif op == "mkdir":
         os.mkdir("d%d" % i)
+    elif op == "rmdirold":
+        os.rmdir("d%d" % i)
     elif op == "missing":
         try:
             os.open("nodir%d/f" % i, os.O_WRONLY | os.O_CREAT, 0o644)

@@ -6,7 +6,7 @@
 # bare and under bbx-run (default policy, full journaling) and compares the system calls
 # between two markers; a budget is the figure measured when it was set.
 . "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
-PLAN=96
+PLAN=98
 plan $PLAN
 
 N=100
@@ -109,6 +109,11 @@ n=$(bbx-log "$T_TMP/j.unlink" | grep -cE " delete unlink [^ ]*/f[0-9]+ ok$")
 # into objects/), and the record naming it is written before the call.  (The first
 # link into a shard of objects/ makes the shard: a few calls once.)
 budget unlinkold 310 100 "lstat of the name, the hard link into objects/, one write"
+# The rmdir of a directory older than the run: its RMDIR, written before the call, holds
+# its stat and its extended attributes (none here: one llistxattr says so).  A removed
+# directory's name may be a symlink next (journal/path.c, bbx_nsgen_bump), so the next
+# call proves the working directory again: a getcwd and its identity.
+budget rmdirold 501 100 "getcwd and the working directory's identity, lstat of the name, llistxattr, one write"
 # link(2) fails on an existing name by itself: the new name is not looked up first
 # (CREATE how=excl), and the source's identity, taken for deny_read, is the link's
 # (shim/names.c, LINK_BODY): was 5, with an lstat of the new name before and after.
