@@ -128,6 +128,18 @@ m.close()" </dev/null >/dev/null 2>&1 &
 	 sleep 0.3' \
 	'sleep 1; [ "$(head -c 5 data/blob.bin)" = "LATE!" ]'
 
+# A file older than the run, removed while a process of the run still writes it through
+# a descriptor: the removal keeps the inode (a hard link into objects/), which then grows.
+# That is the run's own doing (its SIZE capture came first, and undo replays it after
+# the link), so bbx-log --verify notes the size, it does not call the journal damaged
+# (t-crash: make deleting an object file its killed compiler's assembler still wrote).
+W=$(ws)
+rt_case "a file removed while the run's shell still appends to it" "$W" \
+	'exec 3>>docs/guide.txt; rm docs/guide.txt; echo "written after the removal" >&3; exec 3>&-' \
+	'[ ! -e docs/guide.txt ]' \
+	'bbx-log --verify "$RT_J" >"$T_TMP/verify.out" 2>&1 &&
+	 grep -q "note: .*record says [0-9]* (the run had the file open for writing" "$T_TMP/verify.out"'
+
 # fakeroot puts libfakeroot before the shim in LD_PRELOAD: the shim's own lstat() is
 # answered by libfakeroot, so META records hold the faked (already changed) owner and
 # mode; undo "restores" the changed values.
