@@ -14,9 +14,10 @@
 # survived), no wait for the journal lock may have timed out, bbx-undo must exit 0 and
 # the tree must equal the start's snapshot byte for byte.
 #
-# Which points: BBX_CRASH_POINTS per workload (default 80; 40 for git), evenly spaced from an offset
-# drawn from BBX_CRASH_SEED (default: random, printed, so a failure can be replayed);
-# BBX_CRASH_POINTS=all runs every point (~9,000 here, at 0.15-0.3 s a point).  A failing
+# Which points: BBX_CRASH_POINTS per workload (default 80; 40 for git and for make),
+# evenly spaced from an offset drawn from BBX_CRASH_SEED (default: random, printed, so a
+# failure can be replayed); BBX_CRASH_POINTS=all runs every point (~11,000 here, at
+# 0.15-0.3 s a point).  A failing
 # point's journal and undo output are kept in $BBX_CRASH_KEEP if set.  BBX_CRASH_MODE:
 # alt (default: the run and one process in turn), run, or one.  BBX_CRASH_ONLY=WORDS:
 # only the workloads whose name holds WORDS.
@@ -187,7 +188,30 @@ sweep "git and xargs -P 4" "$T4" '
 	git checkout -q HEAD~1 -- src/util.c
 	ls wide | head -40 | xargs -P 4 -I{} sh -c "echo x >> wide/{}"' "${BBX_CRASH_POINTS:-40}"
 
-# --- 4. a vfork child killed at each of its points ------------------------------------
+# --- 4. make and gcc: objects, a static library, a link, a rebuild, make clean -------
+# make's children (cc, cc1, as, collect2, ld, ar) create objects beside their sources
+# and temporaries in $TMPDIR, ld replaces the program, ar builds an archive in place;
+# the rebuild overwrites what the first build made, and clean removes it.  40 points.
+T5=$T_TMP/tmpl5
+mkdir "$T5" && rt_project "$T5"
+mkdir "$T5/cproj"
+printf '#define N %s\nint a(void);\nint b(void);\n' 1 >"$T5/cproj/h.h"
+printf '#include <stdio.h>\n#include "h.h"\nint main(void) { printf("%%d\\n", a() + b()); return 0; }\n' \
+	>"$T5/cproj/main.c"
+printf '#include "h.h"\nint a(void) { return N; }\n' >"$T5/cproj/a.c"
+printf '#include "h.h"\nint b(void) { return N + 1; }\n' >"$T5/cproj/b.c"
+printf 'prog: main.o a.o libb.a\n\t$(CC) -o $@ main.o a.o libb.a\nlibb.a: b.o\n\tar rcs $@ b.o\n%%.o: %%.c h.h\n\t$(CC) -O0 -c -o $@ $<\nclean:\n\trm -f *.o libb.a\n' \
+	>"$T5/cproj/Makefile"
+echo 'stale' >"$T5/cproj/prog"
+sweep "make and gcc" "$T5" '
+	make -s -C cproj -j2
+	./cproj/prog > cproj/out1
+	sed -i "s/N + 1/N + 2/" cproj/b.c
+	make -s -C cproj -j2
+	./cproj/prog > cproj/out2
+	make -s -C cproj clean' "${BBX_CRASH_POINTS:-40}"
+
+# --- 5. a vfork child killed at each of its points ------------------------------------
 # dash starts /bin/true in a vfork child, which runs the shim's exec wrapper on the
 # shell's memory.  Killed there, alone, it must not take the shell's journaling with it
 # (shim/vfork.c): the shell's next overwrite and symlink are undone like any other.
