@@ -43,10 +43,12 @@
 #define BBX_STR_(x) #x
 #define BBX_STR(x) BBX_STR_(x)
 
-/* Called by the wrapper below in the parent, with the child's pid (its only thread's id)
- * and the guard as it was before the call; returns the pid, errno untouched. */
-pid_t bbx_vfork_parent(pid_t child, int guard);
-pid_t bbx_vfork_parent(pid_t child, int guard)
+/* Called by the wrapper below in the parent, with the child's pid (its only thread's id),
+ * the guard as it was before the call, and whether the parent still owed its PROC then
+ * (no run open yet, or one open with its PROC pending); returns the pid, errno
+ * untouched. */
+pid_t bbx_vfork_parent(pid_t child, int guard, int owes_proc);
+pid_t bbx_vfork_parent(pid_t child, int guard, int owes_proc)
 {
 	int saved = errno;
 	bbx_guard = guard;
@@ -58,6 +60,13 @@ pid_t bbx_vfork_parent(pid_t child, int guard)
 		struct bbx_state *st = __atomic_load_n(&bbx_run.st, __ATOMIC_ACQUIRE);
 		if (st)
 			bbx_writer_vfork_reclaim(&bbx_run.w, st, 0);
+		/* The child's EXEC, the first record of its pid, took the PROC flag off (an
+		 * EXEC names its process: exec.c), on this memory, and the run it opened for
+		 * that is this process's too: this process's own first record still needs
+		 * its PROC (a subshell whose first command is a program wrote none;
+		 * tests/e2e/t-proc.sh). */
+		if (owes_proc)
+			__atomic_store_n(&bbx_run_proc_pending, 1, __ATOMIC_RELEASE);
 	}
 	errno = saved;
 	return child;
@@ -71,9 +80,12 @@ long bbx_vfork_error(long err)
 }
 
 /* %rdi: the return address (kept by the system call, and the child's registers are its
- * own); %esi: the guard.  The parent's result goes to bbx_vfork_parent by a tail jump,
- * with the return address back on the stack as at entry. */
-__asm__(".text\n"
+ * own); %esi: the guard; %edx: the PROC still owed (bbx_status not 0, the run not open;
+ * or bbx_run_proc_pending).  The parent's result goes to bbx_vfork_parent by a tail
+ * jump, with the return address back on the stack as at entry. */
+__asm__(".hidden bbx_status\n"
+	".hidden bbx_run_proc_pending\n"
+	".text\n"
 	".globl vfork\n"
 	".type vfork, @function\n"
 	".globl __vfork\n"
@@ -86,7 +98,11 @@ __asm__(".text\n"
 	"	.cfi_register %rip, %rdi\n"
 	"	movq bbx_guard@gottpoff(%rip), %rax\n"
 	"	movl %fs:(%rax), %esi\n"
-	"	movl $" BBX_STR(SYS_vfork) ", %eax\n"
+	"	movl bbx_run_proc_pending(%rip), %edx\n"
+	"	cmpl $0, bbx_status(%rip)\n"
+	"	je 3f\n"
+	"	movl $1, %edx\n"
+	"3:	movl $" BBX_STR(SYS_vfork) ", %eax\n"
 	"	syscall\n"
 	"	pushq %rdi\n"
 	"	.cfi_adjust_cfa_offset 8\n"
