@@ -86,18 +86,28 @@ static void forward(int sig)
 }
 
 /* The command line for meta: argv redacted (journal/redact.h), newlines as spaces. */
-/* Reaps, without waiting, the run's orphans that have ended (this process is their
- * subreaper); when the command itself is among them, its status goes to *status and
- * 1 is returned. */
-static int reap_others(int *status)
+/* An orphan of the run that this process reaped (it is their subreaper): its EXIT, as
+ * its parent's wait would have written it, so that bbx-log --tree shows how every
+ * process of the run ended, not only those whose parent waited. */
+static void orphan_exit(struct bbx_run *run, pid_t pid, int status)
+{
+	if (run)
+		(void)bbx_cap_exit(run, "bbx-run", pid, 0, status);
+}
+
+/* Reaps, without waiting, the run's orphans that have ended; when the command itself is
+ * among them, its status goes to *status and 1 is returned. */
+static int reap_others(struct bbx_run *run, int *status)
 {
 	int st;
 	pid_t w;
-	while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+	while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
 		if (w == child) {
 			*status = st;
 			return 1;
 		}
+		orphan_exit(run, w, st);
+	}
 	return 0;
 }
 
@@ -332,7 +342,7 @@ int main(int argc, char **argv)
 			int n = poll(&pf, 1, PRESCAN_MS);
 			if (n == 0) {
 				bbx_seal_pre_step(prescan);
-				if ((reaped = reap_others(&status)))
+				if ((reaped = reap_others(opened ? &run : NULL, &status)))
 					break;
 			} else if (n > 0 || errno != EINTR) {
 				break; /* the command has ended (or poll cannot say): wait below */
@@ -345,7 +355,9 @@ int main(int argc, char **argv)
 		pid_t w = waitpid(-1, &status, 0);
 		if (w == child)
 			break;
-		if (w < 0 && errno != EINTR) {
+		if (w > 0)
+			orphan_exit(opened ? &run : NULL, w, status);
+		else if (errno != EINTR) {
 			warn("waitpid");
 			_exit(1);
 		}

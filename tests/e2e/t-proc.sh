@@ -13,7 +13,7 @@
 # each was.
 . "${BBX_SRCDIR:?is set by make check (tests/local.mk)}/tests/e2e/lib.sh" || exit 99
 
-plan 40
+plan 41
 
 PY=${PYTHON3:-python3}
 W=$(new_ws)
@@ -38,6 +38,8 @@ echo p | tr p q > f4
 '"$PY"' -c "import subprocess; subprocess.run([\"sh\", \"-c\", \"echo py > f5; exit 4\"])"
 sh -c "kill -9 \$\$"
 env -i /bin/sh -c "echo clean > f6"
+sh -c "( sleep 0.3; echo orphan > f9; exit 5 ) &"
+sleep 0.8
 sh -c "echo tool > f7" tool --password='"$PW"' '"$GH"' https://alice:'"$URLPW"'@example.com/r.git
 MY_API_TOKEN='"$TOK"' AWS_SECRET_ACCESS_KEY='"$AWS"' sh -c "echo envsecret > f8"
 exit 7
@@ -106,6 +108,8 @@ check "env -i child: EXEC of /bin/sh with an empty environment" \
 	'[r for r in execs(["/bin/sh", "-c", "echo clean > f6"]) if r.get("env") == []]'
 check "bbx-run's EXIT for its command: the script shell's pid, status 7<<8" \
 	'[r for r in recs if r["type"] == "EXIT" and r["op"] == "bbx-run" and r["status"] == 7 << 8 and any(p["type"] == "PROC" and p["hpid"] == r["pid"] and p["argv"][:2] == ["sh", "-c"] for p in recs)]'
+check "an orphan of the run (its parent gone) is reaped by bbx-run, its subreaper: EXIT with its status 5<<8" \
+	'[r for r in recs if r["type"] == "EXIT" and r["op"] == "bbx-run" and r["status"] == 5 << 8 and any(c["type"] == "CREATE" and c["path"].endswith("/f9") and c["hpid"] == r["pid"] for c in recs)] or print([r for r in recs if r["type"] == "EXIT"])'
 # ---- result: success RESULTs name their record and return value
 # (chmod of a file that existed before the run: a file the run created has no META,
 # undo removes it whatever its mode.)
