@@ -693,15 +693,46 @@ static int cap_parent(struct bbx_run *run, const char *op, const char *path)
 	return rc;
 }
 
+/* Every extended attribute of from set on to.  The usual few fit the stack buffers; a
+ * longer list or a larger value (up to the kernel's 64 KiB each, on file systems that
+ * allow them) is read into a mapping (no malloc in a wrapper), not dropped.  An
+ * attribute to cannot take (a namespace its file system or this process may not set) is
+ * left out, as before. */
 void bbx_copy_xattrs(int from, int to)
 {
-	char names[4096], val[4096];
-	ssize_t n = flistxattr(from, names, sizeof names);
+	char names_small[4096], val_small[4096], *names = names_small, *val = val_small;
+	size_t ncap = sizeof names_small, vcap = sizeof val_small;
+	void *big = NULL;
+	const size_t bigsz = 2 * 65536;
+	ssize_t n = flistxattr(from, names, ncap);
+	if (n < 0 && errno == ERANGE) {
+		big = mmap(NULL, bigsz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (big == MAP_FAILED)
+			return;
+		names = big;
+		ncap = 65536;
+		val = (char *)big + 65536;
+		vcap = 65536;
+		n = flistxattr(from, names, ncap);
+	}
 	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1) {
-		ssize_t v = fgetxattr(from, names + i, val, sizeof val);
+		ssize_t v = fgetxattr(from, names + i, val, vcap);
+		if (v < 0 && errno == ERANGE && !big) {
+			big = mmap(NULL, bigsz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				   -1, 0);
+			if (big == MAP_FAILED) {
+				big = NULL;
+				continue;
+			}
+			val = (char *)big + 65536;
+			vcap = 65536;
+			v = fgetxattr(from, names + i, val, vcap);
+		}
 		if (v >= 0)
 			(void)fsetxattr(to, names + i, val, (size_t)v, 0);
 	}
+	if (big)
+		munmap(big, bigsz);
 }
 
 /* [journal] sync = group | always: an object and its directory entry are durable
