@@ -95,39 +95,52 @@ static ssize_t slurp(const char *path, char *buf, size_t cap)
 	return (ssize_t)n;
 }
 
-/* The children of every thread of pid (pid 0: this process). */
+/* The next numbered entry of a /proc directory (tasks, descriptors), or NULL. */
+static const char *next_number(DIR *d)
+{
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
+			return de->d_name;
+	return NULL;
+}
+
+/* The pids of one children file (space-separated).  A long list is cut at the buffer:
+ * the cut number is dropped, not misread. */
+static void push_children(struct scan *s, const char *path)
+{
+	char buf[4096];
+	ssize_t n = slurp(path, buf, sizeof buf);
+	if (n <= 0)
+		return;
+	if ((size_t)n == sizeof buf - 1) {
+		char *sp = strrchr(buf, ' ');
+		if (sp)
+			sp[1] = 0;
+	}
+	pid_t c;
+	for (char *p = buf, *e; (c = (pid_t)strtol(p, &e, 10)) > 0; p = e)
+		push_pid(s, c);
+}
+
+/* The children of every thread of pid (pid 0: this process's main thread, the one that
+ * started the command). */
 static void children(struct scan *s, pid_t pid)
 {
-	char path[64], buf[4096];
+	char path[320];
 	if (pid == 0) {
 		snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-		if (slurp(path, buf, sizeof buf) > 0)
-			for (char *p = buf, *e; (pid = (pid_t)strtol(p, &e, 10)) > 0; p = e)
-				push_pid(s, pid);
+		push_children(s, path);
 		return;
 	}
 	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
+	for (const char *t; (t = next_number(d));) {
 		char cp[320];
-		snprintf(cp, sizeof cp, "/proc/%d/task/%s/children", (int)pid, de->d_name);
-		/* A long list is cut at the buffer: the cut number is dropped, not misread. */
-		ssize_t n = slurp(cp, buf, sizeof buf);
-		if (n <= 0)
-			continue;
-		if ((size_t)n == sizeof buf - 1) {
-			char *sp = strrchr(buf, ' ');
-			if (sp)
-				sp[1] = 0;
-		}
-		pid_t c;
-		for (char *p = buf, *e; (c = (pid_t)strtol(p, &e, 10)) > 0; p = e)
-			push_pid(s, c);
+		snprintf(cp, sizeof cp, "/proc/%d/task/%s/children", (int)pid, t);
+		push_children(s, cp);
 	}
 	closedir(d);
 }
@@ -140,12 +153,9 @@ static void fds(struct scan *s, pid_t pid, const char *comm)
 	DIR *d = opendir(path);
 	if (!d)
 		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
+	for (const char *fd; (fd = next_number(d));) {
 		char ip[320], buf[512];
-		snprintf(ip, sizeof ip, "/proc/%d/fdinfo/%s", (int)pid, de->d_name);
+		snprintf(ip, sizeof ip, "/proc/%d/fdinfo/%s", (int)pid, fd);
 		if (slurp(ip, buf, sizeof buf) <= 0)
 			continue;
 		const char *f = strstr(buf, "flags:");
@@ -155,7 +165,7 @@ static void fds(struct scan *s, pid_t pid, const char *comm)
 		if ((flags & O_ACCMODE) == O_RDONLY)
 			continue;
 		struct stat sb;
-		snprintf(ip, sizeof ip, "/proc/%d/fd/%s", (int)pid, de->d_name);
+		snprintf(ip, sizeof ip, "/proc/%d/fd/%s", (int)pid, fd);
 		if (stat(ip, &sb) == 0 && S_ISREG(sb.st_mode))
 			push_held(s, pid, comm, sb.st_dev, sb.st_ino);
 	}
