@@ -85,7 +85,6 @@ static void forward(int sig)
 		kill(child, sig);
 }
 
-/* The command line for meta: argv redacted (journal/redact.h), newlines as spaces. */
 /* An orphan of the run that this process reaped (it is their subreaper): its EXIT, as
  * its parent's wait would have written it, so that bbx-log --tree shows how every
  * process of the run ended, not only those whose parent waited. */
@@ -111,6 +110,7 @@ static int reap_others(struct bbx_run *run, int *status)
 	return 0;
 }
 
+/* The command line for meta: argv redacted (journal/redact.h), newlines as spaces. */
 static char *join_argv(char **av)
 {
 	size_t need = bbx_redact_argv(av, NULL, 0);
@@ -381,7 +381,9 @@ int main(int argc, char **argv)
 		nheld = bbx_stragglers_held(&held, &nstrag);
 	}
 	if (nstrag && !quiet)
-		fprintf(stderr, "bbx-run: %zu process%s of the run still running; later changes are journaled too\n",
+		fprintf(stderr,
+			"bbx-run: %zu process%s of the run still running; later changes are "
+			"journaled too\n",
 			nstrag, nstrag == 1 ? "" : "es");
 	size_t npaths = 0;
 	if ((rc = opened ? bbx_seal_run(&run, dir, &npaths, prescan, held, nheld)
